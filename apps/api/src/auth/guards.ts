@@ -1,0 +1,93 @@
+// Request guards: which credential a route needs, and the workspace it may act on.
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { ApiError } from "../http/errors.ts";
+import { type KeyPrincipal, type KeyStore, looksLikeKey, secretsEqual } from "./keys.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal?: KeyPrincipal;
+  }
+}
+
+const unauthorized = (message: string) => new ApiError("UNAUTHORIZED", message);
+
+function decodeBase64(value: string): string | null {
+  if (!/^[A-Za-z0-9+/=_-]+$/.test(value)) return null;
+  return Buffer.from(value, "base64").toString("utf8");
+}
+
+/**
+ * The write key named by an Authorization header value. Accepted forms: `Basic <key>`,
+ * `Basic base64(<key>:)`, `Basic base64(<key>)`, `Bearer <key>`, and a bare key (Dittofeed's
+ * SDK sends its writeKey setting verbatim).
+ */
+export function writeKeyFromAuthorization(header: string): string | null {
+  const [scheme = "", ...rest] = header.trim().split(/\s+/);
+  const value = rest.join(" ");
+  if (/^bearer$/i.test(scheme)) return value || null;
+  if (/^basic$/i.test(scheme)) {
+    if (looksLikeKey(value)) return value;
+    const decoded = decodeBase64(value);
+    if (decoded === null) return value;
+    const user = decoded.endsWith(":") ? decoded.slice(0, -1) : (decoded.split(":")[0] ?? "");
+    return user || value;
+  }
+  return rest.length === 0 ? scheme || null : null;
+}
+
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function writeKeyGuard(keys: KeyStore) {
+  return async function requireWriteKey(request: FastifyRequest, _reply: FastifyReply) {
+    const auth = headerValue(request, "authorization");
+    const publicKey = headerValue(request, "publicwritekey")?.trim();
+    const fromAuth = auth ? writeKeyFromAuthorization(auth) : null;
+    if (auth && !fromAuth) throw unauthorized("Unrecognised Authorization header; send the write key as `Basic <key>`");
+    if (fromAuth && publicKey && fromAuth !== publicKey) {
+      throw unauthorized("PublicWriteKey and Authorization name different keys");
+    }
+    const body = request.body as { writeKey?: unknown } | undefined;
+    const fromBody = body && typeof body === "object" && typeof body.writeKey === "string" ? body.writeKey : undefined;
+    const key = fromAuth ?? publicKey ?? fromBody;
+    if (!key) throw unauthorized("A write key is required (Authorization: Basic <key>, PublicWriteKey or writeKey)");
+    const principal = await keys.lookup(key, "Write");
+    if (!principal) throw unauthorized("Unknown or revoked write key");
+    request.principal = principal;
+  };
+}
+
+function bearer(request: FastifyRequest): string | null {
+  const auth = headerValue(request, "authorization");
+  const m = auth?.match(/^Bearer\s+(\S+)\s*$/i);
+  return m?.[1] ?? null;
+}
+
+export function adminGuard(keys: KeyStore) {
+  return async function requireAdminKey(request: FastifyRequest, _reply: FastifyReply) {
+    const key = bearer(request);
+    if (!key) throw unauthorized("An admin API key is required: Authorization: Bearer <key>");
+    const principal = await keys.lookup(key, "Admin");
+    if (!principal) throw unauthorized("Unknown or revoked admin API key (write keys cannot call admin routes)");
+    request.principal = principal;
+  };
+}
+
+export function rootGuard(rootKey: string) {
+  return async function requireRootKey(request: FastifyRequest, _reply: FastifyReply) {
+    const key = bearer(request);
+    if (!key || !secretsEqual(key, rootKey)) throw unauthorized("The root key is required: Authorization: Bearer <root key>");
+  };
+}
+
+/** The admin principal's workspace; a request naming another workspace is refused with 403. */
+export function workspaceOf(request: FastifyRequest, requested?: string | null): string {
+  const principal = request.principal;
+  if (!principal) throw unauthorized("Not authenticated");
+  if (requested && requested !== principal.workspaceId) {
+    throw new ApiError("FORBIDDEN", `This key may not act on workspace ${requested}`);
+  }
+  return principal.workspaceId;
+}

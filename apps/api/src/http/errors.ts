@@ -1,0 +1,93 @@
+// One error model: ApiError carries a code of the closed list; the Fastify error handler maps
+// every error (ours, zod's, Fastify's own) to the envelope and never leaks internals on 5xx.
+import { type ErrorCode, type ErrorIssue, type ErrorResponse, errorStatus } from "@tidings/schema";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
+import { ZodError } from "zod";
+
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly issues?: ErrorIssue[],
+    /** Extra response headers, e.g. Retry-After. */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+  get status(): number {
+    return errorStatus[this.code];
+  }
+}
+
+export const badRequest = (message: string, issues?: ErrorIssue[]) => new ApiError("VALIDATION_FAILED", message, issues);
+export const notFound = (what: string) => new ApiError("NOT_FOUND", `${what} not found`);
+
+/** Turns zod issues into our issue list, prefixing paths (e.g. with `batch`). */
+export function zodIssues(err: ZodError, prefix: (string | number)[] = []): ErrorIssue[] {
+  return err.issues.map((i) => ({
+    path: [...prefix, ...i.path].map(String).join(".") || "(body)",
+    message: i.message,
+  }));
+}
+
+/** Fastify's own error codes that are the client's fault. */
+const fastifyCodes: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: "VALIDATION_FAILED",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "VALIDATION_FAILED",
+  FST_ERR_CTP_EMPTY_TYPE: "UNSUPPORTED_MEDIA_TYPE",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "VALIDATION_FAILED",
+  FST_ERR_CTP_BODY_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  FST_ERR_CTP_INVALID_TYPE: "UNSUPPORTED_MEDIA_TYPE",
+  FST_ERR_BAD_URL: "VALIDATION_FAILED",
+  FST_ERR_ASYNC_CONSTRAINT: "VALIDATION_FAILED",
+  FST_ERR_INVALID_URL: "VALIDATION_FAILED",
+};
+
+function toApiError(err: FastifyError | Error): ApiError | null {
+  if (err instanceof ApiError) return err;
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const where = (err as FastifyError & { validationContext?: string }).validationContext ?? "body";
+    const issues = err.validation.map((v) => {
+      const path = v.instancePath.replace(/^\//, "").split("/").filter(Boolean).join(".");
+      return { path: where === "body" ? path || "(body)" : [where, path].filter(Boolean).join("."), message: v.message ?? "invalid" };
+    });
+    return new ApiError("VALIDATION_FAILED", "The request does not match the schema", issues);
+  }
+  if (err instanceof ZodError) return new ApiError("VALIDATION_FAILED", "The request does not match the schema", zodIssues(err));
+  const code = "code" in err && typeof err.code === "string" ? fastifyCodes[err.code] : undefined;
+  if (code) return new ApiError(code, err.message);
+  const status = "statusCode" in err && typeof err.statusCode === "number" ? err.statusCode : 500;
+  if (status === 413) return new ApiError("PAYLOAD_TOO_LARGE", "Request body is too large");
+  if (status === 415) return new ApiError("UNSUPPORTED_MEDIA_TYPE", "Unsupported content type");
+  if (status === 429) return new ApiError("RATE_LIMITED", "Too many requests");
+  if (status === 503) return new ApiError("UNAVAILABLE", "Service unavailable");
+  if (status >= 400 && status < 500) return new ApiError("VALIDATION_FAILED", err.message);
+  return null;
+}
+
+export function sendError(reply: FastifyReply, request: FastifyRequest, err: ApiError) {
+  const body: ErrorResponse = {
+    error: { code: err.code, message: err.message, requestId: String(request.id), ...(err.issues ? { issues: err.issues } : {}) },
+  };
+  if (err.headers) reply.headers(err.headers);
+  return reply.status(err.status).type("application/json").send(body);
+}
+
+export function registerErrorHandling(app: FastifyInstance) {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const apiError = toApiError(err);
+    if (apiError) {
+      if (apiError.status >= 500) request.log.error({ err }, "request failed");
+      return sendError(reply, request, apiError);
+    }
+    if (isResponseSerializationError(err)) request.log.error({ err, issues: err.cause.issues }, "response did not match its schema");
+    else request.log.error({ err }, "unexpected error");
+    return sendError(reply, request, new ApiError("INTERNAL", "Internal error"));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, request, new ApiError("NOT_FOUND", `Route ${request.method} ${request.url.split("?")[0]} not found`)),
+  );
+}

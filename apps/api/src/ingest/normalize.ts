@@ -1,0 +1,90 @@
+// Turns validated wire events into rows: messageId, merged batch context, skew-corrected time,
+// and the identity fields the store needs.
+import { randomUUID } from "node:crypto";
+import type { BatchEvent, EventType } from "@tidings/schema";
+import { ApiError } from "../http/errors.ts";
+
+export interface NormalizedEvent {
+  messageId: string;
+  type: EventType;
+  userId: string | null;
+  anonymousId: string | null;
+  /** userId when present, else anonymousId. */
+  profileId: string;
+  /** track: event name; page/screen: name. */
+  event: string | null;
+  eventTime: Date;
+  receivedAt: Date;
+  /** The event as stored (JSON text), batch context merged in. */
+  payloadJson: string;
+  traits: Record<string, unknown> | null;
+  groupId: string | null;
+  previousId: string | null;
+}
+
+export interface BatchLevel {
+  context?: Record<string, unknown> | undefined;
+  integrations?: Record<string, unknown> | undefined;
+  sentAt?: string | undefined;
+}
+
+/**
+ * Event time: receivedAt − (sentAt − originalTimestamp) when both are known (corrects the device
+ * clock), else `timestamp`, else `originalTimestamp`, else receivedAt.
+ */
+export function eventTime(ev: { timestamp?: string; originalTimestamp?: string; sentAt?: string }, batchSentAt: string | undefined, receivedAt: Date): Date {
+  const sentAt = ev.sentAt ?? batchSentAt;
+  if (sentAt && ev.originalTimestamp) {
+    return new Date(receivedAt.getTime() - (Date.parse(sentAt) - Date.parse(ev.originalTimestamp)));
+  }
+  if (ev.timestamp) return new Date(Date.parse(ev.timestamp));
+  if (ev.originalTimestamp) return new Date(Date.parse(ev.originalTimestamp));
+  return receivedAt;
+}
+
+/** Earliest and latest event times we store; outside this a timestamp is surely wrong. */
+const MIN_TIME = Date.UTC(1970, 0, 1);
+const MAX_TIME = Date.UTC(9999, 11, 31);
+
+export function normalizeEvent(
+  ev: BatchEvent,
+  type: EventType,
+  batch: BatchLevel,
+  receivedAt: Date,
+  maxEventBytes: number,
+  path: string,
+): NormalizedEvent {
+  const context = batch.context || ev.context ? { ...batch.context, ...ev.context } : undefined;
+  const integrations = batch.integrations || ev.integrations ? { ...batch.integrations, ...ev.integrations } : undefined;
+  const messageId = ev.messageId ?? randomUUID();
+  const payload = { ...ev, type, messageId, ...(context ? { context } : {}), ...(integrations ? { integrations } : {}) };
+  const payloadJson = JSON.stringify(payload);
+  if (Buffer.byteLength(payloadJson) > maxEventBytes) {
+    throw new ApiError("PAYLOAD_TOO_LARGE", `An event exceeds ${maxEventBytes} bytes`, [
+      { path, message: `event is larger than ${maxEventBytes} bytes` },
+    ]);
+  }
+  const time = eventTime(ev, batch.sentAt, receivedAt);
+  if (!(time.getTime() >= MIN_TIME && time.getTime() <= MAX_TIME)) {
+    throw new ApiError("VALIDATION_FAILED", "Event time is out of range", [
+      { path: `${path}.timestamp`, message: "resolves to a time outside 1970–9999" },
+    ]);
+  }
+  const userId = ev.userId ?? null;
+  const anonymousId = ev.anonymousId ?? null;
+  const e = ev as Record<string, unknown>;
+  return {
+    messageId,
+    type,
+    userId,
+    anonymousId,
+    profileId: (userId ?? anonymousId)!,
+    event: type === "track" ? String(e.event) : type === "page" || type === "screen" ? ((e.name as string) ?? null) : null,
+    eventTime: time,
+    receivedAt,
+    payloadJson,
+    traits: type === "identify" || type === "group" ? ((e.traits as Record<string, unknown>) ?? {}) : null,
+    groupId: type === "group" ? String(e.groupId) : null,
+    previousId: type === "alias" ? String(e.previousId) : null,
+  };
+}

@@ -1,0 +1,191 @@
+// The ingestion transaction (raw SQL: this is the hot path). Inserts events, skipping
+// messageIds the workspace already has, then applies only the new events' effects: identity
+// links, profile traits (per key, latest event time wins) and group membership.
+import type pg from "pg";
+import type { NormalizedEvent } from "./normalize.ts";
+
+export interface WorkspaceEvent {
+  workspaceId: string;
+  ev: NormalizedEvent;
+}
+
+const key = (workspaceId: string, id: string) => `${workspaceId}\u0000${id}`;
+
+/** Inserts the events; returns those that were new (replays are left out). */
+async function insertEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promise<WorkspaceEvent[]> {
+  // One row per (workspace, messageId), in a fixed order so concurrent commits cannot deadlock.
+  const unique = new Map<string, WorkspaceEvent>();
+  for (const r of rows) {
+    const k = key(r.workspaceId, r.ev.messageId);
+    if (!unique.has(k)) unique.set(k, r);
+  }
+  const sorted = [...unique.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+  const cols = {
+    ws: [] as string[], mid: [] as string[], type: [] as string[], pid: [] as string[], uid: [] as (string | null)[],
+    aid: [] as (string | null)[], ev: [] as (string | null)[], t: [] as Date[], rt: [] as Date[], p: [] as string[],
+  };
+  for (const { workspaceId, ev } of sorted) {
+    cols.ws.push(workspaceId); cols.mid.push(ev.messageId); cols.type.push(ev.type); cols.pid.push(ev.profileId);
+    cols.uid.push(ev.userId); cols.aid.push(ev.anonymousId); cols.ev.push(ev.event); cols.t.push(ev.eventTime);
+    cols.rt.push(ev.receivedAt); cols.p.push(ev.payloadJson);
+  }
+  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(
+    `INSERT INTO events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[])
+     ON CONFLICT (workspace_id, message_id) DO NOTHING
+     RETURNING workspace_id, message_id`,
+    [cols.ws, cols.mid, cols.type, cols.pid, cols.uid, cols.aid, cols.ev, cols.t, cols.rt, cols.p],
+  );
+  if (inserted.length === sorted.length) return sorted;
+  const fresh = new Set(inserted.map((r) => key(r.workspace_id, r.message_id)));
+  return sorted.filter((r) => fresh.has(key(r.workspaceId, r.ev.messageId)));
+}
+
+/** Current alias → profile links for every id these events mention. */
+async function loadAliases(client: pg.PoolClient, events: WorkspaceEvent[]): Promise<Map<string, string>> {
+  const ws: string[] = [];
+  const ids: string[] = [];
+  const seen = new Set<string>();
+  for (const { workspaceId, ev } of events) {
+    for (const id of [ev.userId, ev.anonymousId, ev.previousId]) {
+      if (id === null) continue;
+      const k = key(workspaceId, id);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      ws.push(workspaceId);
+      ids.push(id);
+    }
+  }
+  const { rows } = await client.query<{ workspace_id: string; alias_id: string; profile_id: string }>(
+    `SELECT a.workspace_id, a.alias_id, a.profile_id FROM profile_aliases a
+     JOIN unnest($1::uuid[], $2::text[]) AS q(ws, id) ON a.workspace_id = q.ws AND a.alias_id = q.id`,
+    [ws, ids],
+  );
+  return new Map(rows.map((r) => [key(r.workspace_id, r.alias_id), r.profile_id]));
+}
+
+/**
+ * Links `source` (an anonymousId or previous id) to the profile `target`: the source's profile,
+ * aliases and group memberships move to the target. The first link of an id wins.
+ */
+async function linkIdentity(client: pg.PoolClient, workspaceId: string, source: string, target: string, aliases: Map<string, string>) {
+  if (source === target || aliases.has(key(workspaceId, source))) return;
+  const { rowCount } = await client.query(
+    `INSERT INTO profile_aliases (workspace_id, alias_id, profile_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+    [workspaceId, source, target],
+  );
+  if (!rowCount) return;
+  await client.query(`UPDATE profile_aliases SET profile_id = $3 WHERE workspace_id = $1 AND profile_id = $2`, [workspaceId, source, target]);
+  await client.query(
+    `WITH gone AS (DELETE FROM profiles WHERE workspace_id = $1 AND profile_id = $2 RETURNING traits, trait_times, created_at)
+     INSERT INTO profiles (workspace_id, profile_id, traits, trait_times, created_at)
+     SELECT $1, $3, traits, trait_times, created_at FROM gone
+     ON CONFLICT (workspace_id, profile_id) DO UPDATE SET
+       traits = tidings_merge_traits(profiles.traits, profiles.trait_times, EXCLUDED.traits, EXCLUDED.trait_times),
+       trait_times = tidings_merge_trait_times(profiles.trait_times, EXCLUDED.trait_times),
+       created_at = LEAST(profiles.created_at, EXCLUDED.created_at),
+       updated_at = now()`,
+    [workspaceId, source, target],
+  );
+  await client.query(
+    `WITH gone AS (DELETE FROM group_memberships WHERE workspace_id = $1 AND profile_id = $2 RETURNING group_id, joined_at)
+     INSERT INTO group_memberships (workspace_id, profile_id, group_id, joined_at)
+     SELECT $1, $3, group_id, joined_at FROM gone ON CONFLICT DO NOTHING`,
+    [workspaceId, source, target],
+  );
+  for (const [k, v] of aliases) if (v === source && k.startsWith(`${workspaceId}\u0000`)) aliases.set(k, target);
+  aliases.set(key(workspaceId, source), target);
+}
+
+interface TraitState {
+  traits: Record<string, unknown>;
+  times: Record<string, number>;
+}
+
+/** Folds traits into a state per key; a later or equal event time wins (same rule as the SQL). */
+function foldTraits(state: TraitState, traits: Record<string, unknown>, time: number) {
+  for (const [k, v] of Object.entries(traits)) {
+    const cur = state.times[k];
+    if (cur === undefined || time >= cur) {
+      state.traits[k] = v;
+      state.times[k] = time;
+    }
+  }
+}
+
+const byKey = <T>(m: Map<string, T>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
+/** Creates profiles and merges identify traits (sorted, so concurrent commits cannot deadlock). */
+async function upsertProfiles(client: pg.PoolClient, events: WorkspaceEvent[], resolve: (ws: string, id: string) => string) {
+  const profiles = new Map<string, { ws: string; id: string; state: TraitState }>();
+  for (const { workspaceId, ev } of events) {
+    const id = resolve(workspaceId, ev.type === "alias" ? ev.userId! : ev.profileId);
+    const k = key(workspaceId, id);
+    let p = profiles.get(k);
+    if (!p) profiles.set(k, (p = { ws: workspaceId, id, state: { traits: {}, times: {} } }));
+    if (ev.type === "identify" && ev.traits) foldTraits(p.state, ev.traits, ev.eventTime.getTime());
+  }
+  const rows = byKey(profiles).map(([, p]) => p);
+  await client.query(
+    `INSERT INTO profiles (workspace_id, profile_id, traits, trait_times)
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[])
+     ON CONFLICT (workspace_id, profile_id) DO UPDATE SET
+       traits = tidings_merge_traits(profiles.traits, profiles.trait_times, EXCLUDED.traits, EXCLUDED.trait_times),
+       trait_times = tidings_merge_trait_times(profiles.trait_times, EXCLUDED.trait_times),
+       updated_at = now()
+     WHERE EXCLUDED.trait_times <> '{}'::jsonb`,
+    [rows.map((p) => p.ws), rows.map((p) => p.id), rows.map((p) => JSON.stringify(p.state.traits)), rows.map((p) => JSON.stringify(p.state.times))],
+  );
+}
+
+async function applyGroups(client: pg.PoolClient, events: WorkspaceEvent[], resolve: (ws: string, id: string) => string) {
+  const groups = new Map<string, { ws: string; id: string; state: TraitState }>();
+  const members = new Map<string, { ws: string; pid: string; gid: string; at: Date }>();
+  for (const { workspaceId, ev } of events) {
+    if (ev.type !== "group" || ev.groupId === null) continue;
+    const gk = key(workspaceId, ev.groupId);
+    let g = groups.get(gk);
+    if (!g) groups.set(gk, (g = { ws: workspaceId, id: ev.groupId, state: { traits: {}, times: {} } }));
+    foldTraits(g.state, ev.traits ?? {}, ev.eventTime.getTime());
+    const pid = resolve(workspaceId, ev.profileId);
+    const mk = `${gk}\u0000${pid}`;
+    const m = members.get(mk);
+    if (!m || ev.eventTime < m.at) members.set(mk, { ws: workspaceId, pid, gid: ev.groupId, at: ev.eventTime });
+  }
+  if (groups.size === 0) return;
+  const g = byKey(groups).map(([, v]) => v);
+  await client.query(
+    `INSERT INTO groups (workspace_id, group_id, traits, trait_times)
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[])
+     ON CONFLICT (workspace_id, group_id) DO UPDATE SET
+       traits = tidings_merge_traits(groups.traits, groups.trait_times, EXCLUDED.traits, EXCLUDED.trait_times),
+       trait_times = tidings_merge_trait_times(groups.trait_times, EXCLUDED.trait_times),
+       updated_at = now()`,
+    [g.map((x) => x.ws), g.map((x) => x.id), g.map((x) => JSON.stringify(x.state.traits)), g.map((x) => JSON.stringify(x.state.times))],
+  );
+  const m = byKey(members).map(([, v]) => v);
+  await client.query(
+    `INSERT INTO group_memberships (workspace_id, profile_id, group_id, joined_at)
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[])
+     ON CONFLICT (workspace_id, profile_id, group_id) DO UPDATE SET joined_at = LEAST(group_memberships.joined_at, EXCLUDED.joined_at)`,
+    [m.map((x) => x.ws), m.map((x) => x.pid), m.map((x) => x.gid), m.map((x) => x.at)],
+  );
+}
+
+/** Stores events and applies their effects in the caller's transaction. Returns how many were new. */
+export async function storeEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promise<number> {
+  const fresh = await insertEvents(client, rows);
+  if (fresh.length === 0) return 0;
+  const aliases = await loadAliases(client, fresh);
+  const resolve = (ws: string, id: string) => aliases.get(key(ws, id)) ?? id;
+  const links = fresh
+    .filter(({ ev }) => (ev.type === "identify" && ev.userId && ev.anonymousId) || ev.type === "alias")
+    .sort((a, b) => a.ev.eventTime.getTime() - b.ev.eventTime.getTime());
+  for (const { workspaceId, ev } of links) {
+    const source = ev.type === "alias" ? ev.previousId! : ev.anonymousId!;
+    await linkIdentity(client, workspaceId, source, resolve(workspaceId, ev.userId!), aliases);
+  }
+  await upsertProfiles(client, fresh, resolve);
+  await applyGroups(client, fresh, resolve);
+  return fresh.length;
+}

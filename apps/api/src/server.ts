@@ -1,0 +1,72 @@
+// Server lifecycle: database (embedded or DATABASE_URL), migrations, bootstrap, app, shutdown.
+import type { FastifyInstance } from "fastify";
+import { ensureDefaultWorkspace, resolveSecrets, type Credentials } from "./auth/bootstrap.ts";
+import { KeyStore } from "./auth/keys.ts";
+import type { Config } from "./config.ts";
+import { createDb } from "./db/client.ts";
+import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded.ts";
+import { migrate } from "./db/migrate.ts";
+import { buildApp } from "./http/app.ts";
+import type { AppContext } from "./http/context.ts";
+import { createMetrics } from "./http/metrics.ts";
+import { Ingestor } from "./ingest/ingestor.ts";
+
+export interface Tidings {
+  app: FastifyInstance;
+  ctx: AppContext;
+  /** Keys of the default workspace when this start created it (printed once). */
+  created: Credentials | null;
+  close(): Promise<void>;
+}
+
+export function createContext(config: Config, databaseUrl: string): AppContext {
+  const db = createDb(databaseUrl, config.dbPoolSize);
+  const metrics = createMetrics();
+  const ingestor = new Ingestor(db.pool, {
+    maxConcurrentCommits: Math.max(1, Math.floor(config.dbPoolSize / 2)),
+    maxEventsPerCommit: 5000,
+    maxQueuedEvents: 100_000,
+    onCommit: (_events, stored, ms) => {
+      metrics.eventsStored.inc(stored);
+      metrics.commitSeconds.observe(ms / 1000);
+    },
+  });
+  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, metrics };
+}
+
+/** Starts everything but the listener. */
+export async function startTidings(baseConfig: Config, log: (msg: string) => void): Promise<Tidings> {
+  const config = await resolveSecrets(baseConfig);
+  let embedded: EmbeddedDatabase | null = null;
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir });
+    databaseUrl = embedded.urlFor("postgres");
+    log(`embedded PostgreSQL running (data in ${config.dataDir})`);
+  }
+  try {
+    if (config.migrateOnStart) {
+      const { applied } = await migrate(databaseUrl, log);
+      if (applied.length) log(`applied ${applied.length} migration(s)`);
+    }
+    const ctx = createContext(config, databaseUrl);
+    const created = await ensureDefaultWorkspace(config, ctx.db);
+    const app = await buildApp(ctx);
+    let closing: Promise<void> | null = null;
+    return {
+      app,
+      ctx,
+      created,
+      close: () =>
+        (closing ??= (async () => {
+          await app.close();
+          await ctx.ingestor.close();
+          await ctx.db.close();
+          await embedded?.stop();
+        })()),
+    };
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
+  }
+}

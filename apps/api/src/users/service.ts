@@ -1,0 +1,104 @@
+// Read side of ingestion: profiles (with linked identities resolved) and event listings.
+import type { EventListQuery, EventRecord, EventType, UserResource } from "@tidings/schema";
+import type { PrismaClient } from "../db/client.ts";
+import type { Prisma } from "../generated/prisma/client.ts";
+import { badRequest, notFound } from "../http/errors.ts";
+
+type EventRow = {
+  messageId: string;
+  type: string;
+  userId: string | null;
+  anonymousId: string | null;
+  event: string | null;
+  eventTime: Date;
+  receivedAt: Date;
+  payload: Prisma.JsonValue;
+};
+
+export function toEventRecord(row: EventRow): EventRecord {
+  return {
+    messageId: row.messageId,
+    type: row.type as EventType,
+    userId: row.userId,
+    anonymousId: row.anonymousId,
+    event: row.event,
+    timestamp: row.eventTime.getTime(),
+    receivedAt: row.receivedAt.getTime(),
+    payload: (row.payload ?? {}) as Record<string, unknown>,
+  };
+}
+
+/** The canonical profile id of any id of a user, and every id that belongs to it. */
+export async function resolveIdentity(prisma: PrismaClient, workspaceId: string, id: string) {
+  const alias = await prisma.profileAlias.findUnique({ where: { workspaceId_aliasId: { workspaceId, aliasId: id } } });
+  const profileId = alias?.profileId ?? id;
+  const linked = await prisma.profileAlias.findMany({ where: { workspaceId, profileId }, orderBy: { createdAt: "asc" } });
+  return { profileId, identities: linked.map((a) => a.aliasId) };
+}
+
+export async function getUser(prisma: PrismaClient, workspaceId: string, userId: string): Promise<UserResource> {
+  const { profileId, identities } = await resolveIdentity(prisma, workspaceId, userId);
+  const profile = await prisma.profile.findUnique({ where: { workspaceId_profileId: { workspaceId, profileId } } });
+  if (!profile) throw notFound(`User ${JSON.stringify(userId)}`);
+  const ids = [profileId, ...identities];
+  const [events, span, memberships] = await Promise.all([
+    prisma.event.findMany({
+      where: { workspaceId, profileId: { in: ids } },
+      orderBy: [{ eventTime: "desc" }, { messageId: "desc" }],
+      take: 50,
+    }),
+    prisma.event.aggregate({ where: { workspaceId, profileId: { in: ids } }, _min: { eventTime: true }, _max: { eventTime: true } }),
+    prisma.groupMembership.findMany({ where: { workspaceId, profileId }, orderBy: { joinedAt: "asc" } }),
+  ]);
+  const groups = memberships.length
+    ? await prisma.group.findMany({ where: { workspaceId, groupId: { in: memberships.map((m) => m.groupId) } } })
+    : [];
+  const groupTraits = new Map(groups.map((g) => [g.groupId, g.traits as Record<string, unknown>]));
+  return {
+    userId: profileId,
+    workspaceId,
+    traits: profile.traits as Record<string, unknown>,
+    identities,
+    groups: memberships.map((m) => ({ groupId: m.groupId, traits: groupTraits.get(m.groupId) ?? {}, joinedAt: m.joinedAt.getTime() })),
+    firstSeenAt: (span._min.eventTime ?? profile.createdAt).getTime(),
+    lastSeenAt: (span._max.eventTime ?? profile.createdAt).getTime(),
+    recentEvents: events.map(toEventRecord),
+  };
+}
+
+function encodeCursor(row: EventRow): string {
+  return Buffer.from(JSON.stringify([row.eventTime.getTime(), row.messageId])).toString("base64url");
+}
+
+function decodeCursor(cursor: string): { time: Date; messageId: string } {
+  try {
+    const [time, messageId] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as [unknown, unknown];
+    if (typeof time === "number" && typeof messageId === "string") return { time: new Date(time), messageId };
+  } catch {
+    // fall through
+  }
+  throw badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
+}
+
+/** Events newest first (by event time), keyset-paginated. */
+export async function listEvents(prisma: PrismaClient, workspaceId: string, query: EventListQuery) {
+  const where: Prisma.EventWhereInput = { workspaceId };
+  if (query.userId) {
+    const { profileId, identities } = await resolveIdentity(prisma, workspaceId, query.userId);
+    where.profileId = { in: [profileId, ...identities] };
+  }
+  if (query.event) where.event = query.event;
+  if (query.cursor) {
+    const c = decodeCursor(query.cursor);
+    where.OR = [{ eventTime: { lt: c.time } }, { eventTime: c.time, messageId: { lt: c.messageId } }];
+  }
+  const rows = await prisma.event.findMany({
+    where,
+    orderBy: [{ eventTime: "desc" }, { messageId: "desc" }],
+    take: query.limit + 1,
+  });
+  const page = rows.slice(0, query.limit);
+  const items = page.map(toEventRecord);
+  const last = page[page.length - 1];
+  return { items, events: items, nextCursor: rows.length > query.limit && last ? encodeCursor(last) : null };
+}

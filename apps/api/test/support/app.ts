@@ -1,0 +1,76 @@
+// Per-file test server: a fresh database cloned from the migrated template, the real app
+// listening on 127.0.0.1, and a workspace with its keys.
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { inject } from "vitest";
+import { createWorkspace } from "../../src/auth/service.ts";
+import { type Config, loadConfig } from "../../src/config.ts";
+import { buildApp } from "../../src/http/app.ts";
+import type { AppContext } from "../../src/http/context.ts";
+import { createContext } from "../../src/server.ts";
+
+export const ROOT_KEY = "test-root-key-0123456789abcdef";
+
+export interface TestWorkspace {
+  id: string;
+  writeKey: string;
+  adminKey: string;
+}
+
+export interface TestApp {
+  url: string;
+  ctx: AppContext;
+  databaseUrl: string;
+  workspace: TestWorkspace;
+  newWorkspace(name?: string): Promise<TestWorkspace>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+/** A database of its own for one test file, cloned from the migrated template. */
+export async function createTestDatabase(): Promise<string> {
+  const adminUrl = inject("adminUrl");
+  const name = `tidings_test_${process.pid}_${Date.now()}_${counter++}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject("templateDb")}`);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export async function createTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+  const databaseUrl = await createTestDatabase();
+  const config: Config = {
+    ...loadConfig({ LOG_LEVEL: "silent", TIDINGS_KEY_CACHE_SECONDS: "0" }),
+    databaseUrl,
+    rootKey: ROOT_KEY,
+    secretKey: "test-secret-key-0123456789abcdef0123456789",
+    ...overrides,
+  };
+  const ctx = createContext(config, databaseUrl);
+  const app = await buildApp(ctx);
+  const url = await app.listen({ port: 0, host: "127.0.0.1" });
+  const newWorkspace = async (name = `ws-${randomUUID()}`) => {
+    const created = await createWorkspace(ctx.db.prisma, name);
+    return { id: created.workspace.id, writeKey: created.writeKey, adminKey: created.adminApiKey };
+  };
+  const workspace = await newWorkspace();
+  return {
+    url,
+    ctx,
+    databaseUrl,
+    workspace,
+    newWorkspace,
+    async close() {
+      await app.close();
+      await ctx.ingestor.close();
+      await ctx.db.close();
+    },
+  };
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from "tsup";
+
+// The server is bundled into dist/ (the generated Prisma client included); npm dependencies
+// stay external and are resolved from node_modules at run time.
+export default defineConfig({
+  entry: ["src/main.ts"],
+  format: ["esm"],
+  clean: true,
+  sourcemap: true,
+  target: "node20",
+  banner: { js: "#!/usr/bin/env node" },
+});

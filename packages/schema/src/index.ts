@@ -1,0 +1,7 @@
+import "./zod.js";
+export * from "./common.js";
+export * from "./errors.js";
+export * from "./events.js";
+export * from "./workspaces.js";
+export * from "./users.js";
+export * from "./openapi.js";

@@ -1,0 +1,41 @@
+// Read side of ingested data: user profiles and their events.
+import { z } from "./zod.js";
+import { Cursor, EpochMillis, JsonObject, ListQuery } from "./common.js";
+import { EventRecord } from "./events.js";
+
+export const UserGroup = z.object({
+  groupId: z.string(),
+  traits: JsonObject.describe("The group's traits."),
+  joinedAt: EpochMillis,
+});
+
+export const UserResource = z.object({
+  userId: z.string().describe("The user's id (or anonymousId for a visitor never identified)."),
+  workspaceId: z.uuid(),
+  traits: JsonObject.describe("Latest value of each trait (merged per key by event time)."),
+  identities: z.array(z.string()).describe("Other ids linked to this user (anonymousIds, previous ids)."),
+  groups: z.array(UserGroup),
+  firstSeenAt: EpochMillis,
+  lastSeenAt: EpochMillis,
+  recentEvents: z.array(EventRecord).describe("The latest events of the user and its linked identities (up to 50)."),
+});
+export type UserResource = z.infer<typeof UserResource>;
+
+export const UserParams = z.object({ userId: z.string().min(1).max(255) });
+
+export const UserQuery = z.object({
+  workspaceId: z.uuid().optional().describe("Defaults to the admin key's workspace and must match it."),
+});
+
+export const EventListQuery = ListQuery.extend({
+  userId: z.string().min(1).optional().describe("Only events of this user, including its linked identities."),
+  event: z.string().min(1).optional().describe("Only track events with this name (or page/screen with this name)."),
+});
+export type EventListQuery = z.infer<typeof EventListQuery>;
+
+export const EventListResponse = z.object({
+  items: z.array(EventRecord),
+  events: z.array(EventRecord),
+  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
+});
+export type EventListResponse = z.infer<typeof EventListResponse>;
