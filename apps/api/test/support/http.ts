@@ -1,0 +1,33 @@
+// Tiny HTTP helpers for tests against a listening server.
+export interface Res<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export async function request<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  opts: { headers?: Record<string, string>; body?: unknown; raw?: string | Uint8Array } = {},
+): Promise<Res<T>> {
+  const headers: Record<string, string> = { ...opts.headers };
+  let body: string | Uint8Array | undefined = opts.raw;
+  if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : "";
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+export const basic = (key: string) => ({ authorization: `Basic ${key}` });
