@@ -1,0 +1,29 @@
+// The CLI is tested as a subprocess of its built binary.
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
+const run = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: "utf8" });
+
+describe("tidings", () => {
+  it("prints the OpenAPI document", () => {
+    const res = run("openapi");
+    expect(res.status).toBe(0);
+    const doc = JSON.parse(res.stdout);
+    expect(doc.openapi).toBe("3.1.0");
+    expect(Object.keys(doc.paths)).toContain("/api/public/apps/batch");
+  });
+
+  it("exits 2 with a message on a usage error", () => {
+    const res = run("no-such-command");
+    expect(res.status).toBe(2);
+    expect(res.stderr).toMatch(/unknown command/);
+  });
+
+  it("describes itself in --help", () => {
+    const res = run("--help");
+    expect(res.status).toBe(0);
+    expect(res.stdout).toContain("openapi");
+  });
+});
