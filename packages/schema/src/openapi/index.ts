@@ -7,6 +7,8 @@ import { registerIngestPaths } from "./ingest.js";
 import { registerKeysPaths } from "./keys.js";
 import { registerOperationsPaths } from "./operations.js";
 import { registry } from "./registry.js";
+import { registerSegmentsPaths } from "./segments.js";
+import { registerSubscriptionGroupsPaths } from "./subscription-groups.js";
 import { registerUsersPaths } from "./users.js";
 
 export { registry } from "./registry.js";
@@ -18,6 +20,8 @@ function registerAll() {
   registerIngestPaths();
   registerKeysPaths();
   registerUsersPaths();
+  registerSegmentsPaths();
+  registerSubscriptionGroupsPaths();
   registerOperationsPaths();
 }
 

@@ -1,0 +1,340 @@
+// Segments: audience definitions (a graph of condition nodes) and the admin wire shapes around them.
+// The structural checks live here, in the schema, so the server, the SDK and the CLI reject the
+// same definitions with the same issue paths.
+import { z } from "./zod.js";
+import { Cursor, EpochMillis, ListQuery, WorkspaceId } from "./common.js";
+
+const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
+
+// --- Operators -------------------------------------------------------------------------------
+
+const Scalar = z.union([z.string(), z.number(), z.boolean()]);
+const WindowSeconds = z.number().int().positive().describe("Length of the window in seconds.");
+
+export const EqualsOperator = z.object({
+  type: z.literal("Equals"),
+  value: Scalar.describe("The value must equal this (strings, numbers and booleans compare by type and value)."),
+});
+export const NotEqualsOperator = z.object({
+  type: z.literal("NotEquals"),
+  value: Scalar.describe("The value must be present and differ from this."),
+});
+export const ExistsOperator = z.object({ type: z.literal("Exists") }).describe("The value is present and not null.");
+export const NotExistsOperator = z.object({ type: z.literal("NotExists") }).describe("The value is absent or null.");
+export const GreaterThanOrEqualOperator = z.object({
+  type: z.literal("GreaterThanOrEqual"),
+  value: z.number().describe("The numeric value must be ≥ this."),
+});
+export const LessThanOperator = z.object({
+  type: z.literal("LessThan"),
+  value: z.number().describe("The numeric value must be < this."),
+});
+export const WithinOperator = z
+  .object({ type: z.literal("Within"), windowSeconds: WindowSeconds })
+  .describe("The value, an ISO 8601 date or an epoch number (ms), lies within the last `windowSeconds`.");
+export const HasBeenOperator = z
+  .object({
+    type: z.literal("HasBeen"),
+    comparator: z.enum(["GTE", "LT"]).describe("`GTE`: for at least the window; `LT`: for less than the window."),
+    value: Scalar.describe("The value the trait has equalled."),
+    windowSeconds: WindowSeconds,
+  })
+  .describe("The trait has equalled `value` for ≥ (GTE) or < (LT) `windowSeconds`.");
+export const AbsoluteTimestampOperator = z
+  .object({
+    type: z.literal("AbsoluteTimestamp"),
+    absoluteTimestamp: EpochMillis.describe("The instant compared with (ms since epoch)."),
+    direction: z.enum(["after", "before"]).describe("Whether the value's date must be after or before the instant."),
+  })
+  .describe("The value, an ISO 8601 date or an epoch number (ms), lies after or before a fixed instant.");
+
+export const SegmentOperator = z
+  .discriminatedUnion("type", [
+    EqualsOperator,
+    NotEqualsOperator,
+    ExistsOperator,
+    NotExistsOperator,
+    GreaterThanOrEqualOperator,
+    LessThanOperator,
+    WithinOperator,
+    HasBeenOperator,
+    AbsoluteTimestampOperator,
+  ])
+  .describe("Condition on a trait value; `type` selects its shape.");
+export type SegmentOperator = z.infer<typeof SegmentOperator>;
+
+/** Event properties have no value history, so `HasBeen` is not offered for them. */
+export const PropertyOperator = z
+  .discriminatedUnion("type", [
+    EqualsOperator,
+    NotEqualsOperator,
+    ExistsOperator,
+    NotExistsOperator,
+    GreaterThanOrEqualOperator,
+    LessThanOperator,
+    WithinOperator,
+    AbsoluteTimestampOperator,
+  ])
+  .describe("Condition on an event property; any operator but `HasBeen`.");
+export type PropertyOperator = z.infer<typeof PropertyOperator>;
+
+export const PropertyCondition = z.object({
+  path: z.string().min(1).max(500).describe("Dot path into the event's `properties`, e.g. `plan.name`."),
+  operator: PropertyOperator,
+});
+export type PropertyCondition = z.infer<typeof PropertyCondition>;
+
+// --- Nodes -----------------------------------------------------------------------------------
+
+const NodeId = z.string().min(1).max(200).describe("Node identifier, unique within the definition.");
+const node = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ type: z.literal(type), id: NodeId, ...shape });
+
+export const TraitSegmentNode = node("Trait", {
+  path: z.string().min(1).max(500).describe("Dot path into the user's traits, e.g. `address.country`."),
+  operator: SegmentOperator,
+}).describe("True when the operator holds on the latest value of the trait.");
+
+export const PerformedSegmentNode = node("Performed", {
+  event: z.string().min(1).max(200).describe("Name of the track event counted."),
+  times: z.number().int().min(0).default(1).describe("Number of matching events compared with (default 1)."),
+  timesOperator: z
+    .enum(["=", ">=", "<"])
+    .default(">=")
+    .describe("How the count of matching events compares with `times` (default `>=`)."),
+  withinSeconds: z.number().int().positive().optional().describe("Count only events of the last `withinSeconds`."),
+  properties: z.array(PropertyCondition).optional().describe("Count only events whose properties satisfy every condition."),
+}).describe("True when the count of matching track events (distinct messageId) compares with `times`.");
+
+export const LastPerformedSegmentNode = node("LastPerformed", {
+  event: z.string().min(1).max(200).describe("Name of the track event."),
+  whereProperties: z
+    .array(PropertyCondition)
+    .optional()
+    .describe("Which events are considered: only those satisfying every condition."),
+  hasProperties: z
+    .array(PropertyCondition)
+    .optional()
+    .describe("Conditions the latest considered event must satisfy."),
+}).describe("True when the latest matching event has the properties.");
+
+export const AndSegmentNode = node("And", {
+  children: z.array(NodeId).min(1).describe("Ids of the child nodes; true when all are."),
+}).describe("True when every child is.");
+export const OrSegmentNode = node("Or", {
+  children: z.array(NodeId).min(1).describe("Ids of the child nodes; true when any is."),
+}).describe("True when any child is.");
+export const NotSegmentNode = node("Not", { child: NodeId.describe("Id of the negated node.") }).describe(
+  "True when the child is false.",
+);
+export const EveryoneSegmentNode = node("Everyone", {}).describe("True for every known user.");
+export const SubscriptionGroupSegmentNode = node("SubscriptionGroup", {
+  subscriptionGroupId: z.uuid().describe("A subscription group of the workspace."),
+}).describe("True when the user is subscribed to the group (explicitly, or by default for an OptOut group).");
+export const RandomBucketSegmentNode = node("RandomBucket", {
+  percent: z.number().min(0).max(1).describe("Share of users in the bucket, 0–1."),
+}).describe("True when a stable hash of (segment, user) falls below `percent`.");
+export const ManualSegmentNode = node("Manual", {}).describe(
+  "True for users added with PUT /api/admin/segments/{id}/members.",
+);
+
+export const SegmentNode = z
+  .discriminatedUnion("type", [
+    TraitSegmentNode,
+    PerformedSegmentNode,
+    LastPerformedSegmentNode,
+    AndSegmentNode,
+    OrSegmentNode,
+    NotSegmentNode,
+    EveryoneSegmentNode,
+    SubscriptionGroupSegmentNode,
+    RandomBucketSegmentNode,
+    ManualSegmentNode,
+  ])
+  .describe("A condition of a segment definition; `type` selects its shape.")
+  .openapi("SegmentNode");
+export type SegmentNode = z.infer<typeof SegmentNode>;
+export type SegmentNodeType = SegmentNode["type"];
+
+// --- Definition and its structural checks ----------------------------------------------------
+
+type Path = (string | number)[];
+
+/** Ids a node refers to, each with its path relative to the node. */
+export function segmentNodeReferences(n: SegmentNode): { id: string; path: Path }[] {
+  if (n.type === "And" || n.type === "Or") return n.children.map((id, i) => ({ id, path: ["children", i] }));
+  if (n.type === "Not") return [{ id: n.child, path: ["child"] }];
+  return [];
+}
+
+const sameNode = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+function checkDefinition(def: { entryNode: SegmentNode; nodes: SegmentNode[] }, ctx: z.RefinementCtx) {
+  // Every node with where it sits; the entry node may be repeated in `nodes` as the same node.
+  const located: { node: SegmentNode; path: Path }[] = [{ node: def.entryNode, path: ["entryNode"] }];
+  const byId = new Map<string, { node: SegmentNode; path: Path }>([[def.entryNode.id, located[0]!]]);
+  def.nodes.forEach((n, i) => {
+    const path: Path = ["nodes", i];
+    const seen = byId.get(n.id);
+    if (seen) {
+      if (seen.path[0] === "entryNode" && sameNode(seen.node, n)) return;
+      ctx.addIssue({
+        code: "custom",
+        path: [...path, "id"],
+        message:
+          seen.path[0] === "entryNode"
+            ? `node id "${n.id}" is the entryNode's id but the node differs from entryNode`
+            : `duplicate node id "${n.id}" (also at ${seen.path.join(".")})`,
+      });
+      return;
+    }
+    const entry = { node: n, path };
+    byId.set(n.id, entry);
+    located.push(entry);
+  });
+
+  for (const { node: n, path } of located) {
+    for (const ref of segmentNodeReferences(n)) {
+      if (!byId.has(ref.id)) {
+        ctx.addIssue({ code: "custom", path: [...path, ...ref.path], message: `references unknown node id "${ref.id}"` });
+      }
+    }
+  }
+
+  // Depth-first search; an edge back to a node on the current path closes a cycle.
+  const state = new Map<string, "active" | "done">();
+  const visit = (id: string): void => {
+    state.set(id, "active");
+    const { node: n, path } = byId.get(id)!;
+    for (const ref of segmentNodeReferences(n)) {
+      if (!byId.has(ref.id)) continue;
+      const s = state.get(ref.id);
+      if (s === "active") {
+        ctx.addIssue({
+          code: "custom",
+          path: [...path, ...ref.path],
+          message: `reference to "${ref.id}" closes a cycle; definitions must be acyclic`,
+        });
+      } else if (s === undefined) visit(ref.id);
+    }
+    state.set(id, "done");
+  };
+  for (const { node: n } of located) if (!state.has(n.id)) visit(n.id);
+}
+
+export const SegmentDefinition = z
+  .object({
+    entryNode: SegmentNode.describe(
+      "The root node: the segment's members are the users for whom it is true. It may also be listed in `nodes`.",
+    ),
+    nodes: z
+      .array(SegmentNode)
+      .max(500)
+      .default([])
+      .describe("The other nodes, referenced by id from And/Or `children` and Not `child`."),
+  })
+  .superRefine(checkDefinition)
+  .describe(
+    "Audience definition: a graph of nodes evaluated from `entryNode`. Node ids are unique across `entryNode` and `nodes` (the entry node may be repeated in `nodes` unchanged); And/Or/Not references must name nodes of the definition and may not form a cycle.",
+  )
+  .openapi("SegmentDefinition");
+export type SegmentDefinition = z.infer<typeof SegmentDefinition>;
+
+/** The definition of a segment created without one: membership is set by hand. */
+export const manualSegmentDefinition = (): SegmentDefinition => ({ entryNode: { type: "Manual", id: "manual" }, nodes: [] });
+
+/** Whether users can be added to the segment by hand, i.e. its definition has a Manual node. */
+export const hasManualNode = (def: SegmentDefinition) =>
+  def.entryNode.type === "Manual" || def.nodes.some((n) => n.type === "Manual");
+
+// --- Resource and request/response shapes ---------------------------------------------------
+
+export const SegmentResource = z
+  .object({
+    id: z.uuid(),
+    workspaceId: WorkspaceId,
+    name: z.string(),
+    definition: SegmentDefinition.describe(
+      "The audience definition. A segment created without one has `{entryNode: {type: \"Manual\", id: \"manual\"}, nodes: []}`.",
+    ),
+    subscriptionGroupId: z.uuid().optional().describe("Subscription group this segment is tied to."),
+    updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
+    createdAt: EpochMillis,
+    definitionUpdatedAt: EpochMillis.describe("Last change of `definition`; a PUT with an equal definition keeps it."),
+    lastRecomputed: EpochMillis.optional().describe("When membership was last recomputed, once the segment engine has run."),
+  })
+  .openapi("Segment");
+export type SegmentResource = z.infer<typeof SegmentResource>;
+
+export const UpsertSegmentRequestBody = z
+  .object({
+    id: z
+      .uuid()
+      .optional()
+      .describe("Upsert key. When given, the segment with this id is updated, or created with this id; else `name` is the key."),
+    workspaceId: WorkspaceId,
+    name: z.string().min(1).max(200).describe("Unique within the workspace; renaming onto another segment's name is a 409."),
+    definition: SegmentDefinition.optional().describe(
+      "Omitted on create: a manual segment. Omitted on update: the stored definition is kept.",
+    ),
+    subscriptionGroupId: z
+      .uuid()
+      .nullable()
+      .optional()
+      .describe("An existing subscription group of the workspace; `null` unlinks; omitted keeps the stored value."),
+    createdAt: ServerManaged,
+    updatedAt: ServerManaged,
+    definitionUpdatedAt: ServerManaged,
+    lastRecomputed: ServerManaged,
+  })
+  .describe("Creates or updates a segment.");
+export type UpsertSegmentRequestBody = z.infer<typeof UpsertSegmentRequestBody>;
+
+export const SegmentParams = z.object({ id: z.uuid().describe("Segment id.") });
+export const SegmentQuery = z.object({
+  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+});
+
+export const SegmentListQuery = ListQuery;
+export type SegmentListQuery = z.infer<typeof SegmentListQuery>;
+
+export const SegmentListResponse = z.object({
+  items: z.array(SegmentResource),
+  segments: z.array(SegmentResource).describe("Same as `items`."),
+  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
+});
+export type SegmentListResponse = z.infer<typeof SegmentListResponse>;
+
+const UserIds = z.array(z.string().min(1).max(255)).max(1000);
+
+export const SegmentMembersRequestBody = z
+  .object({
+    workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+    add: UserIds.optional().describe("User ids (or linked anonymousIds) to add; at most 1000."),
+    remove: UserIds.optional().describe("User ids (or linked anonymousIds) to remove; at most 1000."),
+  })
+  .describe("Changes the hand-set members of a segment whose definition has a Manual node.");
+export type SegmentMembersRequestBody = z.infer<typeof SegmentMembersRequestBody>;
+
+export const SegmentMembersResponse = z.object({
+  added: z.number().int().describe("Users that were not members and now are."),
+  removed: z.number().int().describe("Users that were members and no longer are."),
+  total: z.number().int().describe("Hand-set members after the change."),
+});
+export type SegmentMembersResponse = z.infer<typeof SegmentMembersResponse>;
+
+export const SegmentUser = z.object({
+  userId: z.string().describe("Canonical user id (aliases are resolved when members are added)."),
+  memberSince: EpochMillis.describe("When the user became a member."),
+});
+export type SegmentUser = z.infer<typeof SegmentUser>;
+
+export const SegmentUsersQuery = ListQuery;
+export type SegmentUsersQuery = z.infer<typeof SegmentUsersQuery>;
+
+export const SegmentUsersResponse = z.object({
+  items: z.array(SegmentUser),
+  users: z.array(SegmentUser).describe("Same as `items`."),
+  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
+});
+export type SegmentUsersResponse = z.infer<typeof SegmentUsersResponse>;

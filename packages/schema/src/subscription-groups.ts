@@ -1,0 +1,92 @@
+// Subscription groups: per-channel lists users opt into (OptIn) or out of (OptOut), and the
+// users' explicit choices (assignments).
+import { z } from "./zod.js";
+import { Cursor, EpochMillis, ListQuery, WorkspaceId } from "./common.js";
+
+export const Channel = z.enum(["Email", "Sms", "MobilePush", "Webhook"]).describe("Delivery channel.");
+export type Channel = z.infer<typeof Channel>;
+
+export const SubscriptionGroupType = z
+  .enum(["OptIn", "OptOut"])
+  .describe("`OptIn`: users receive messages only once subscribed. `OptOut`: users receive them until they unsubscribe.");
+export type SubscriptionGroupType = z.infer<typeof SubscriptionGroupType>;
+
+export const SubscriptionGroupResource = z
+  .object({
+    id: z.uuid(),
+    workspaceId: WorkspaceId,
+    name: z.string(),
+    channel: Channel,
+    type: SubscriptionGroupType,
+    createdAt: EpochMillis,
+    updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
+  })
+  .openapi("SubscriptionGroup");
+export type SubscriptionGroupResource = z.infer<typeof SubscriptionGroupResource>;
+
+const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
+
+export const UpsertSubscriptionGroupRequestBody = z
+  .object({
+    id: z
+      .uuid()
+      .optional()
+      .describe("Upsert key. When given, the group with this id is updated, or created with this id; else `name` is the key."),
+    workspaceId: WorkspaceId,
+    name: z.string().min(1).max(200).describe("Unique within the workspace; renaming onto another group's name is a 409."),
+    channel: Channel,
+    type: SubscriptionGroupType,
+    createdAt: ServerManaged,
+    updatedAt: ServerManaged,
+  })
+  .describe("Creates or updates a subscription group.");
+export type UpsertSubscriptionGroupRequestBody = z.infer<typeof UpsertSubscriptionGroupRequestBody>;
+
+export const SubscriptionGroupParams = z.object({ id: z.uuid().describe("Subscription group id.") });
+export const SubscriptionGroupQuery = z.object({
+  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+});
+
+export const SubscriptionGroupListQuery = ListQuery;
+export type SubscriptionGroupListQuery = z.infer<typeof SubscriptionGroupListQuery>;
+
+export const SubscriptionGroupListResponse = z.object({
+  items: z.array(SubscriptionGroupResource),
+  subscriptionGroups: z.array(SubscriptionGroupResource).describe("Same as `items`."),
+  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
+});
+export type SubscriptionGroupListResponse = z.infer<typeof SubscriptionGroupListResponse>;
+
+const UserIds = z.array(z.string().min(1).max(255)).max(1000);
+
+export const SubscriptionAssignmentsRequestBody = z
+  .object({
+    workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+    subscribe: UserIds.optional().describe("User ids (or linked anonymousIds) to subscribe; at most 1000."),
+    unsubscribe: UserIds.optional().describe("User ids (or linked anonymousIds) to unsubscribe; at most 1000."),
+  })
+  .describe("Records users' explicit choices; a user may appear in only one of the lists.");
+export type SubscriptionAssignmentsRequestBody = z.infer<typeof SubscriptionAssignmentsRequestBody>;
+
+export const SubscriptionAssignmentsResponse = z.object({
+  subscribed: z.number().int().describe("Users now recorded as subscribed by this request."),
+  unsubscribed: z.number().int().describe("Users now recorded as unsubscribed by this request."),
+});
+export type SubscriptionAssignmentsResponse = z.infer<typeof SubscriptionAssignmentsResponse>;
+
+export const SubscriptionAssignment = z.object({
+  userId: z.string().describe("Canonical user id (aliases are resolved when assigned)."),
+  subscribed: z.boolean(),
+  updatedAt: EpochMillis.describe("When the choice was last recorded."),
+});
+export type SubscriptionAssignment = z.infer<typeof SubscriptionAssignment>;
+
+export const SubscriptionAssignmentListQuery = ListQuery;
+export type SubscriptionAssignmentListQuery = z.infer<typeof SubscriptionAssignmentListQuery>;
+
+export const SubscriptionAssignmentListResponse = z.object({
+  items: z.array(SubscriptionAssignment),
+  assignments: z.array(SubscriptionAssignment).describe("Same as `items`."),
+  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
+});
+export type SubscriptionAssignmentListResponse = z.infer<typeof SubscriptionAssignmentListResponse>;
