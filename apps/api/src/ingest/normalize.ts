@@ -67,7 +67,8 @@ export function normalizeEvent(
   const time = eventTime(ev, batch.sentAt, receivedAt);
   if (!(time.getTime() >= MIN_TIME && time.getTime() <= MAX_TIME)) {
     throw new ApiError("VALIDATION_FAILED", "Event time is out of range", [
-      { path: `${path}.timestamp`, message: "resolves to a time outside 1970–9999" },
+      // A single-event body is the event itself: its field path has no prefix.
+      { path: path === "(body)" ? "timestamp" : `${path}.timestamp`, message: "resolves to a time outside 1970–9999" },
     ]);
   }
   const userId = ev.userId ?? null;
