@@ -4,6 +4,7 @@
 import type pg from "pg";
 import { ApiError } from "../http/errors.ts";
 import type { NormalizedEvent } from "./normalize.ts";
+import { needsTransaction, storeEventsInOneStatement } from "./fast-path.ts";
 import { storeEvents, type WorkspaceEvent } from "./store.ts";
 
 interface Pending {
@@ -101,7 +102,19 @@ export class Ingestor {
     const started = performance.now();
     const rows: WorkspaceEvent[] = [];
     for (const p of group) for (const ev of p.events) rows.push({ workspaceId: p.workspaceId, ev });
+    const oneStatement = !rows.some(needsTransaction);
     for (let attempt = 1; ; attempt++) {
+      if (oneStatement) {
+        try {
+          const stored = await storeEventsInOneStatement(this.pool, rows);
+          this.options.onCommit?.(rows.length, stored, performance.now() - started);
+          return;
+        } catch (err) {
+          const code = (err as { code?: string }).code;
+          if (attempt < 3 && code && RETRYABLE.has(code)) continue;
+          throw err;
+        }
+      }
       const client = await this.pool.connect();
       try {
         await client.query("BEGIN");

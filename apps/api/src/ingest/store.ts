@@ -9,33 +9,40 @@ export interface WorkspaceEvent {
   ev: NormalizedEvent;
 }
 
-const key = (workspaceId: string, id: string) => `${workspaceId}\u0000${id}`;
+export const key = (workspaceId: string, id: string) => `${workspaceId}\u0000${id}`;
 
-/** Inserts the events; returns those that were new (replays are left out). */
-async function insertEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promise<WorkspaceEvent[]> {
-  // One row per (workspace, messageId), in a fixed order so concurrent commits cannot deadlock.
+/** One row per (workspace, messageId), sorted so concurrent commits lock in the same order. */
+export function uniqueSorted(rows: WorkspaceEvent[]): WorkspaceEvent[] {
   const unique = new Map<string, WorkspaceEvent>();
   for (const r of rows) {
     const k = key(r.workspaceId, r.ev.messageId);
     if (!unique.has(k)) unique.set(k, r);
   }
-  const sorted = [...unique.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
-  const cols = {
-    ws: [] as string[], mid: [] as string[], type: [] as string[], pid: [] as string[], uid: [] as (string | null)[],
-    aid: [] as (string | null)[], ev: [] as (string | null)[], t: [] as Date[], rt: [] as Date[], p: [] as string[],
-  };
-  for (const { workspaceId, ev } of sorted) {
-    cols.ws.push(workspaceId); cols.mid.push(ev.messageId); cols.type.push(ev.type); cols.pid.push(ev.profileId);
-    cols.uid.push(ev.userId); cols.aid.push(ev.anonymousId); cols.ev.push(ev.event); cols.t.push(ev.eventTime);
-    cols.rt.push(ev.receivedAt); cols.p.push(ev.payloadJson);
+  return [...unique.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+}
+
+/** The events as the ten column arrays `EVENT_COLUMNS_SQL` unnests. */
+export function eventColumns(rows: WorkspaceEvent[]): unknown[][] {
+  const cols: unknown[][] = Array.from({ length: 10 }, () => []);
+  for (const { workspaceId, ev } of rows) {
+    const values = [workspaceId, ev.messageId, ev.type, ev.profileId, ev.userId, ev.anonymousId, ev.event, ev.eventTime, ev.receivedAt, ev.payloadJson];
+    values.forEach((v, i) => cols[i]!.push(v));
   }
-  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(
-    `INSERT INTO events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
-     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[])
-     ON CONFLICT (workspace_id, message_id) DO NOTHING
-     RETURNING workspace_id, message_id`,
-    [cols.ws, cols.mid, cols.type, cols.pid, cols.uid, cols.aid, cols.ev, cols.t, cols.rt, cols.p],
-  );
+  return cols;
+}
+
+export const EVENT_COLUMNS_SQL = `unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[])
+  WITH ORDINALITY AS input(workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload, ord)`;
+
+export const INSERT_EVENTS_SQL = `INSERT INTO events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
+  SELECT workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload FROM ${EVENT_COLUMNS_SQL}
+  ON CONFLICT (workspace_id, message_id) DO NOTHING
+  RETURNING workspace_id, message_id`;
+
+/** Inserts the events; returns those that were new (replays are left out). */
+async function insertEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promise<WorkspaceEvent[]> {
+  const sorted = uniqueSorted(rows);
+  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(INSERT_EVENTS_SQL, eventColumns(sorted));
   if (inserted.length === sorted.length) return sorted;
   const fresh = new Set(inserted.map((r) => key(r.workspace_id, r.message_id)));
   return sorted.filter((r) => fresh.has(key(r.workspaceId, r.ev.messageId)));

@@ -1,0 +1,188 @@
+// pnpm bench:ingest — measures, on one (embedded, durable) PostgreSQL:
+//  1. durable events/s through POST /batch (100-event batches, 10% identify, unique messageIds)
+//     divided by the events/s of a bare `pg` unnest-insert loop into an identical events table
+//     (target ≥ 0.6);
+//  2. single identify requests/s divided by a bare Fastify server's (target ≥ 0.25), with p99;
+//  3. the server's peak RSS.
+// The server runs as its own process (node dist/main.js), like in production; autocannon drives
+// load from this process. Both share the machine's cores, so compare the ratios, not absolutes.
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+import pg from "pg";
+import { startEmbeddedPostgres, freePort } from "../src/db/embedded.ts";
+import { migrate } from "../src/db/migrate.ts";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const BATCH = 100;
+
+function waitForLine(child: ChildProcess, re: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    const on = (chunk: Buffer) => {
+      buf += chunk.toString();
+      const m = buf.match(re);
+      if (m) resolve(m[1] ?? m[0]);
+    };
+    child.stdout?.on("data", on);
+    child.stderr?.on("data", on);
+    child.on("exit", (code) => reject(new Error(`process exited (${code}) before ready:\n${buf}`)));
+  });
+}
+
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(status.match(/VmHWM:\s+(\d+)/)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+const runId = randomUUID().slice(0, 8);
+let seq = 0;
+function batchBody(): string {
+  const batch = [];
+  for (let i = 0; i < BATCH; i++) {
+    const n = seq++;
+    const userId = `user-${n % 50_000}`;
+    batch.push(
+      i % 10 === 0
+        ? { type: "identify", userId, messageId: `${runId}-${n}`, traits: { email: `${userId}@example.com`, plan: n % 3 ? "free" : "pro", seen: n } }
+        : { type: "track", userId, messageId: `${runId}-${n}`, event: "Item Viewed", properties: { sku: `sku-${n % 977}`, price: n % 100, currency: "EUR" }, context: { ip: "10.0.0.1", library: { name: "bench", version: "1" } } },
+    );
+  }
+  return JSON.stringify({ batch, sentAt: new Date().toISOString() });
+}
+
+interface BenchEvent {
+  type: string;
+  userId: string;
+  messageId: string;
+  event?: string;
+}
+
+/** Rows of the same shape the server stores, for the bare insert loop. */
+function rowsFor(body: string) {
+  const { batch } = JSON.parse(body) as { batch: BenchEvent[] };
+  return batch.map((ev) => ({ ...ev, payload: JSON.stringify(ev) }));
+}
+
+async function bareInsertLoop(url: string, workspaceId: string, bodies: string[]): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query("CREATE TABLE bench_events (LIKE events INCLUDING ALL)");
+  const now = new Date();
+  const started = performance.now();
+  let rows = 0;
+  for (const body of bodies) {
+    const evs = rowsFor(body).map((e) => ({ ...e, messageId: `bare-${e.messageId}` }));
+    await client.query(
+      `INSERT INTO bench_events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[])
+       ON CONFLICT (workspace_id, message_id) DO NOTHING`,
+      [
+        evs.map(() => workspaceId), evs.map((e) => e.messageId), evs.map((e) => e.type), evs.map((e) => e.userId),
+        evs.map((e) => e.userId), evs.map(() => null), evs.map((e) => e.event ?? null), evs.map(() => now),
+        evs.map(() => now), evs.map((e) => e.payload),
+      ],
+    );
+    rows += evs.length;
+    if (performance.now() - started > DURATION * 1000) break;
+  }
+  const perSecond = rows / ((performance.now() - started) / 1000);
+  await client.query("DROP TABLE bench_events");
+  await client.end();
+  return perSecond;
+}
+
+async function load(opts: autocannon.Options) {
+  const result = await autocannon({ duration: DURATION, ...opts });
+  return result;
+}
+
+async function main() {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "tidings-bench-"));
+  const db = await startEmbeddedPostgres({ dataDir });
+  const url = db.urlFor("postgres");
+  await migrate(url);
+  const port = await freePort();
+  const server = spawn(process.execPath, [path.join(here, "..", "dist", "main.js")], {
+    env: {
+      ...process.env,
+      DATABASE_URL: url,
+      PORT: String(port),
+      LOG_LEVEL: "warn",
+      TIDINGS_DATA_DIR: dataDir,
+      TIDINGS_ROOT_KEY: "bench-root-key-0123456789abcdef",
+      TIDINGS_SECRET_KEY: "bench-secret-key-0123456789abcdef0123456789",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const bare = spawn(process.execPath, ["--import", "tsx", path.join(here, "bare-fastify.ts")], { stdio: ["ignore", "pipe", "pipe"] });
+  try {
+    await waitForLine(server, /listening on (\S+)/);
+    const bareUrl = await waitForLine(bare, /(http:\/\/\S+)/);
+    const creds = JSON.parse(readFileSync(path.join(dataDir, "credentials.json"), "utf8")) as { writeKey: string; workspaceId: string };
+    const base = `http://127.0.0.1:${port}`;
+    const auth = { authorization: `Basic ${creds.writeKey}`, "content-type": "application/json" };
+
+    // 1. Batches. Bodies are built before the clock starts so the load generator stays light.
+    const bodies = Array.from({ length: Math.ceil((DURATION * 60_000) / BATCH) }, batchBody);
+    let next = 0;
+    const batchRun = await load({
+      url: base,
+      connections: 16,
+      requests: [{ method: "POST", path: "/api/public/apps/batch", headers: auth, setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }) }],
+    });
+    if (next > bodies.length) throw new Error("ran out of unique batch bodies; raise the pre-built count");
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    const stored = Number((await admin.query("SELECT count(*)::int AS n FROM events")).rows[0].n);
+    const acked = batchRun["2xx"] * BATCH;
+    const serverEventsPerSec = acked / DURATION;
+    const bareEventsPerSec = await bareInsertLoop(url, creds.workspaceId, bodies.slice(0, Math.min(bodies.length, 4000)));
+
+    // 2. Single identify requests, unique messageIds.
+    let n = 0;
+    const identify = () => JSON.stringify({ userId: `u-${n % 10_000}`, messageId: `${runId}-id-${n++}`, traits: { plan: "pro", n } });
+    const idRun = await load({
+      url: base,
+      connections: 32,
+      requests: [{ method: "POST", path: "/api/public/apps/identify", headers: auth, setupRequest: (req) => ({ ...req, body: identify() }) }],
+    });
+    const bareRun = await load({
+      url: bareUrl,
+      connections: 32,
+      requests: [{ method: "POST", path: "/api/public/apps/identify", headers: { "content-type": "application/json" }, setupRequest: (req) => ({ ...req, body: identify() }) }],
+    });
+    const rss = peakRssMb(server.pid!);
+    await admin.end();
+
+    const r = (x: number) => Math.round(x).toLocaleString("en-US");
+    const batchRatio = serverEventsPerSec / bareEventsPerSec;
+    const idRatio = idRun.requests.average / bareRun.requests.average;
+    console.log("\nTidings ingestion benchmark (one embedded PostgreSQL, fsync on, %d s per run, %d cores)", DURATION, os.cpus().length);
+    console.log(`batch:    ${r(serverEventsPerSec)} durable events/s via /batch (${batchRun["2xx"]} × ${BATCH}-event batches acked, ${batchRun.non2xx} non-2xx, ${stored} rows stored)`);
+    console.log(`          ${r(bareEventsPerSec)} events/s bare pg unnest-insert loop (${BATCH}-row statements, 1 connection)`);
+    console.log(`          ratio ${batchRatio.toFixed(2)} (target ≥ 0.60) ${batchRatio >= 0.6 ? "PASS" : "FAIL"}`);
+    console.log(`identify: ${r(idRun.requests.average)} req/s Tidings (p99 ${idRun.latency.p99} ms, ${idRun.non2xx} non-2xx) vs ${r(bareRun.requests.average)} req/s bare Fastify`);
+    console.log(`          ratio ${idRatio.toFixed(2)} (target ≥ 0.25) ${idRatio >= 0.25 ? "PASS" : "FAIL"}; p99 ${idRun.latency.p99} ms (target ≤ 20) ${idRun.latency.p99 <= 20 ? "PASS" : "FAIL"}`);
+    console.log(`memory:   server peak RSS ${rss} MB`);
+    if (stored < acked) throw new Error(`acknowledged ${acked} events but only ${stored} are stored`);
+  } finally {
+    server.kill("SIGTERM");
+    bare.kill("SIGTERM");
+    await new Promise((r) => server.once("exit", r));
+    await db.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
