@@ -6,6 +6,8 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { authRoutes } from "../auth/routes.ts";
 import { ingestRoutes } from "../ingest/routes.ts";
+import { segmentRoutes } from "../segments/routes.ts";
+import { subscriptionGroupRoutes } from "../subscription-groups/routes.ts";
 import { userRoutes } from "../users/routes.ts";
 import type { AppContext } from "./context.ts";
 import { ApiError, registerErrorHandling, sendError } from "./errors.ts";
@@ -43,5 +45,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(ingestRoutes, { ctx });
   await app.register(authRoutes, { ctx });
   await app.register(userRoutes, { ctx });
+  await app.register(segmentRoutes, { ctx });
+  await app.register(subscriptionGroupRoutes, { ctx });
   return app;
 }
