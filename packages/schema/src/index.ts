@@ -6,4 +6,5 @@ export * from "./workspaces.js";
 export * from "./users.js";
 export * from "./segments.js";
 export * from "./subscription-groups.js";
+export * from "./templates.js";
 export * from "./openapi/index.js";

@@ -8,6 +8,7 @@ import { authRoutes } from "../auth/routes.ts";
 import { ingestRoutes } from "../ingest/routes.ts";
 import { segmentRoutes } from "../segments/routes.ts";
 import { subscriptionGroupRoutes } from "../subscription-groups/routes.ts";
+import { templateRoutes } from "../templates/routes.ts";
 import { userRoutes } from "../users/routes.ts";
 import type { AppContext } from "./context.ts";
 import { ApiError, registerErrorHandling, sendError } from "./errors.ts";
@@ -47,5 +48,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(userRoutes, { ctx });
   await app.register(segmentRoutes, { ctx });
   await app.register(subscriptionGroupRoutes, { ctx });
+  await app.register(templateRoutes, { ctx });
   return app;
 }

@@ -9,6 +9,7 @@ import { registerOperationsPaths } from "./operations.js";
 import { registry } from "./registry.js";
 import { registerSegmentsPaths } from "./segments.js";
 import { registerSubscriptionGroupsPaths } from "./subscription-groups.js";
+import { registerTemplatesPaths } from "./templates.js";
 import { registerUsersPaths } from "./users.js";
 
 export { registry } from "./registry.js";
@@ -22,6 +23,7 @@ function registerAll() {
   registerUsersPaths();
   registerSegmentsPaths();
   registerSubscriptionGroupsPaths();
+  registerTemplatesPaths();
   registerOperationsPaths();
 }
 

@@ -1,0 +1,99 @@
+// The one LiquidJS engine of the server, configured for templates written by admins and data
+// sent by end users: no file system, own properties only, unknown filters are errors, and the
+// DoS limits liquidjs offers (template size, render time, counted allocations).
+import type { ErrorIssue, MessageTemplateDefinition, RenderedFields } from "@tidings/schema";
+import { Liquid } from "liquidjs";
+import { badRequest } from "../http/errors.ts";
+
+/** Cap on the rendered size of a whole message, on top of liquidjs's memoryLimit. */
+export const MAX_RENDERED_CHARS = 1_000_000;
+
+export const liquid = new Liquid({
+  // An empty in-memory file map: {% include %}, {% render %} and {% layout %} find nothing and
+  // can never read the server's disk.
+  templates: {},
+  relativeReference: false,
+  ownPropertyOnly: true,
+  strictFilters: true,
+  strictVariables: false,
+  cache: false,
+  parseLimit: 1_000_000,
+  renderLimit: 1_000,
+  memoryLimit: 10_000_000,
+});
+
+/** The Liquid fields of a definition as [path, text]; `type` and webhook `method` are not templates. */
+function* liquidFields(definition: MessageTemplateDefinition): Generator<[string[], string]> {
+  for (const [key, value] of Object.entries(definition)) {
+    if (key === "type" || key === "method") continue;
+    if (typeof value === "string") yield [[key], value];
+    else if (value && typeof value === "object") {
+      for (const [name, text] of Object.entries(value as Record<string, unknown>)) {
+        if (typeof text === "string") yield [[key, name], text];
+      }
+    }
+  }
+}
+
+const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** One issue per field whose Liquid does not parse, paths prefixed (e.g. `definition.subject`). */
+export function liquidSyntaxIssues(prefix: string, definition: MessageTemplateDefinition): ErrorIssue[] {
+  const issues: ErrorIssue[] = [];
+  for (const [path, text] of liquidFields(definition)) {
+    try {
+      liquid.parse(text);
+    } catch (err) {
+      issues.push({ path: [prefix, ...path].join("."), message: `Liquid syntax error: ${errorMessage(err)}` });
+    }
+  }
+  return issues;
+}
+
+export interface RenderScope {
+  user: Record<string, unknown> & { id: string };
+  event?: Record<string, unknown> | undefined;
+  workspace: { id: string; name: string };
+  unsubscribe_url: string;
+}
+
+/**
+ * Renders every Liquid field of a definition; map fields stay maps. Parse and render errors are
+ * a 400 naming the field under `prefix`.
+ */
+export async function renderDefinition(
+  definition: MessageTemplateDefinition,
+  scope: RenderScope,
+  prefix = "definition",
+): Promise<RenderedFields> {
+  const rendered: RenderedFields = {};
+  const issues: ErrorIssue[] = [];
+  let total = 0;
+  if (definition.type === "Webhook") rendered.method = definition.method;
+  for (const [key, value] of Object.entries(definition)) {
+    if (value && typeof value === "object") rendered[key] = {};
+  }
+  for (const [path, text] of liquidFields(definition)) {
+    let out: string;
+    try {
+      out = String(await liquid.parseAndRender(text, scope));
+    } catch (err) {
+      issues.push({ path: [prefix, ...path].join("."), message: `Liquid error: ${errorMessage(err)}` });
+      continue;
+    }
+    total += out.length;
+    const [key, name] = path as [string, string | undefined];
+    if (name === undefined) rendered[key] = out;
+    else {
+      const map = rendered[key];
+      if (typeof map === "object") map[name] = out;
+    }
+  }
+  if (issues.length) throw badRequest("The template does not render", issues);
+  if (total > MAX_RENDERED_CHARS) {
+    throw badRequest("The rendered message is too large", [
+      { path: prefix, message: `renders to ${total} characters; the limit is ${MAX_RENDERED_CHARS}` },
+    ]);
+  }
+  return rendered;
+}

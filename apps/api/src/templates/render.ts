@@ -1,0 +1,66 @@
+// The render preview: a stored or inline template, rendered for a stored or inline user with the
+// same scope sends use (user, event, workspace, unsubscribe_url).
+import type { MessageTemplateDefinition, RenderTemplateRequestBody, RenderTemplateResponse } from "@tidings/schema";
+import type { PrismaClient } from "../db/client.ts";
+import { badRequest, notFound } from "../http/errors.ts";
+import { signUnsubscribeToken, unsubscribeUrl } from "../messaging/unsubscribe-token.ts";
+import { resolveIdentity } from "../users/service.ts";
+import { findTemplate } from "./service.ts";
+import { renderDefinition, type RenderScope } from "./liquid.ts";
+
+/** The `user` of the Liquid scope for a known user: its traits plus its canonical `id`. */
+export async function loadScopeUser(prisma: PrismaClient, workspaceId: string, userId: string): Promise<RenderScope["user"]> {
+  const { profileId } = await resolveIdentity(prisma, workspaceId, userId);
+  const profile = await prisma.profile.findUnique({ where: { workspaceId_profileId: { workspaceId, profileId } } });
+  if (!profile) throw notFound(`User ${JSON.stringify(userId)}`);
+  return { ...(profile.traits as Record<string, unknown>), id: profileId };
+}
+
+export interface RenderOptions {
+  secretKey: string;
+  /** Scheme, host and port the unsubscribe link points at. */
+  baseUrl: string;
+}
+
+export async function renderTemplateRequest(
+  prisma: PrismaClient,
+  workspaceId: string,
+  body: RenderTemplateRequestBody,
+  options: RenderOptions,
+): Promise<RenderTemplateResponse> {
+  let definition: MessageTemplateDefinition;
+  let prefix = "definition";
+  if (body.templateId) {
+    const row = await findTemplate(prisma, workspaceId, body.templateId);
+    const stored = row[body.source] as MessageTemplateDefinition | null;
+    if (!stored) {
+      throw badRequest(`Template ${body.templateId} has no ${body.source}`, [
+        { path: "source", message: `the template has no ${body.source}` },
+      ]);
+    }
+    definition = stored;
+    prefix = body.source;
+  } else if (body.definition) {
+    definition = body.definition;
+  } else {
+    throw badRequest("Give `templateId` or `definition`", [{ path: "templateId", message: "required" }]);
+  }
+
+  const [user, workspace, group] = await Promise.all([
+    body.userId ? loadScopeUser(prisma, workspaceId, body.userId) : Promise.resolve(body.user),
+    prisma.workspace.findUniqueOrThrow({ where: { id: workspaceId }, select: { id: true, name: true } }),
+    body.subscriptionGroupId
+      ? prisma.subscriptionGroup.findUnique({ where: { workspaceId_id: { workspaceId, id: body.subscriptionGroupId } } })
+      : Promise.resolve(undefined),
+  ]);
+  if (!user) throw badRequest("Give `userId` or `user`", [{ path: "userId", message: "required" }]);
+  if (group === null) throw notFound(`Subscription group ${body.subscriptionGroupId}`);
+
+  const token = signUnsubscribeToken(options.secretKey, {
+    workspaceId,
+    userId: user.id,
+    subscriptionGroupId: body.subscriptionGroupId,
+  });
+  const scope: RenderScope = { user, event: body.event, workspace, unsubscribe_url: unsubscribeUrl(options.baseUrl, token) };
+  return { type: definition.type, rendered: await renderDefinition(definition, scope, prefix) };
+}

@@ -1,0 +1,83 @@
+// Every template route: no key / write key → 401, another workspace's id in body or query → 403,
+// another workspace's template id → 404 (and nothing of it readable or changed).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestApp, type TestApp, type TestWorkspace } from "../support/app.ts";
+import { basic, bearer, request } from "../support/http.ts";
+
+const PATH = "/api/admin/content/templates";
+let t: TestApp;
+let a: TestWorkspace;
+let b: TestWorkspace;
+let bTemplateId: string;
+const definition = { type: "Sms", body: "Hi {{ user.id }}" };
+
+beforeAll(async () => {
+  t = await createTestApp();
+  a = t.workspace;
+  b = await t.newWorkspace();
+  const res = await request(t.url, "PUT", PATH, { headers: bearer(b.adminKey), body: { workspaceId: b.id, name: "b-template", definition } });
+  bTemplateId = res.body.id;
+});
+afterAll(async () => {
+  await t.close();
+});
+
+type Route = { method: string; path: (id: string) => string; body?: (workspaceId: string) => unknown };
+const routes: Route[] = [
+  { method: "PUT", path: () => PATH, body: (workspaceId) => ({ workspaceId, name: "x", definition }) },
+  { method: "GET", path: () => PATH },
+  { method: "GET", path: (id) => `${PATH}/${id}` },
+  { method: "DELETE", path: (id) => `${PATH}/${id}` },
+  { method: "POST", path: () => `${PATH}/render`, body: (workspaceId) => ({ workspaceId, definition, user: { id: "u1" } }) },
+];
+
+describe.each(routes)("$method $path", (route) => {
+  const call = (headers: Record<string, string>, workspaceId: string, id = bTemplateId) => {
+    const body = route.body?.(workspaceId);
+    const query = body === undefined ? `?workspaceId=${workspaceId}` : "";
+    return request(t.url, route.method, route.path(id) + query, { headers, ...(body !== undefined ? { body } : {}) });
+  };
+
+  it("answers 401 without a key and with a write key", async () => {
+    for (const headers of [{}, basic(a.writeKey), bearer(a.writeKey), bearer("tdk_admin_nonsense")]) {
+      const res = await call(headers, a.id);
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe("UNAUTHORIZED");
+    }
+  });
+
+  it("answers 403 when the workspaceId names another workspace", async () => {
+    const res = await call(bearer(a.adminKey), b.id);
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe("FORBIDDEN");
+  });
+});
+
+describe("another workspace's template", () => {
+  it("is invisible: get and delete are 404, the list does not show it", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const res = await request(t.url, method, `${PATH}/${bTemplateId}`, { headers: bearer(a.adminKey) });
+      expect(res.status).toBe(404);
+    }
+    const list = await request(t.url, "GET", PATH, { headers: bearer(a.adminKey) });
+    expect(list.body.items.map((i: { id: string }) => i.id)).not.toContain(bTemplateId);
+    const render = await request(t.url, "POST", `${PATH}/render`, {
+      headers: bearer(a.adminKey),
+      body: { templateId: bTemplateId, user: { id: "u1" } },
+    });
+    expect(render.status).toBe(404);
+    const stillThere = await request(t.url, "GET", `${PATH}/${bTemplateId}`, { headers: bearer(b.adminKey) });
+    expect(stillThere.status).toBe(200);
+  });
+
+  it("is not changed by a PUT with its id from another workspace", async () => {
+    const res = await request(t.url, "PUT", PATH, {
+      headers: bearer(a.adminKey),
+      body: { id: bTemplateId, workspaceId: a.id, name: "hijack", definition: { type: "Sms", body: "pwned" } },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.workspaceId).toBe(a.id);
+    const original = await request(t.url, "GET", `${PATH}/${bTemplateId}`, { headers: bearer(b.adminKey) });
+    expect(original.body).toMatchObject({ name: "b-template", definition });
+  });
+});

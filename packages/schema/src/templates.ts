@@ -1,0 +1,164 @@
+// Message templates: one definition per channel (every string field is a LiquidJS template),
+// the admin wire shapes around them, and the render preview.
+import { z } from "./zod.js";
+import { Cursor, EpochMillis, JsonObject, ListQuery, WorkspaceId } from "./common.js";
+import { Channel } from "./subscription-groups.js";
+
+const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
+
+const liquid = (what: string, max = 10_000) =>
+  z.string().max(max).describe(`${what} (LiquidJS template).`);
+const LiquidMap = (what: string) =>
+  z
+    .record(z.string().min(1).max(200), z.string().max(10_000))
+    .describe(`${what}; each value is a LiquidJS template.`);
+
+export const MobilePushTemplate = z
+  .object({
+    type: z.literal("MobilePush"),
+    title: liquid("Notification title"),
+    body: liquid("Notification body"),
+    imageUrl: liquid("URL of an image shown with the notification").optional(),
+    data: LiquidMap("Extra key/value data delivered to the app").optional(),
+  })
+  .openapi("MobilePushTemplate");
+export type MobilePushTemplate = z.infer<typeof MobilePushTemplate>;
+
+export const EmailTemplate = z
+  .object({
+    type: z.literal("Email"),
+    from: liquid("Sender, e.g. `Acme <hello@acme.test>`", 1_000),
+    subject: liquid("Subject line", 2_000),
+    body: liquid("HTML body", 500_000),
+    replyTo: liquid("Reply-To address", 1_000).optional(),
+    cc: liquid("Cc addresses, comma-separated", 2_000).optional(),
+    bcc: liquid("Bcc addresses, comma-separated", 2_000).optional(),
+    headers: LiquidMap("Extra email headers by name").optional(),
+  })
+  .openapi("EmailTemplate");
+export type EmailTemplate = z.infer<typeof EmailTemplate>;
+
+export const SmsTemplate = z
+  .object({ type: z.literal("Sms"), body: liquid("Message text", 2_000) })
+  .openapi("SmsTemplate");
+export type SmsTemplate = z.infer<typeof SmsTemplate>;
+
+export const WebhookTemplate = z
+  .object({
+    type: z.literal("Webhook"),
+    url: liquid("Target URL", 2_000),
+    method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).describe("HTTP method."),
+    headers: LiquidMap("Extra request headers by name").optional(),
+    body: liquid("Request body, usually JSON text", 100_000).optional(),
+  })
+  .openapi("WebhookTemplate");
+export type WebhookTemplate = z.infer<typeof WebhookTemplate>;
+
+export const MessageTemplateDefinition = z
+  .discriminatedUnion("type", [MobilePushTemplate, EmailTemplate, SmsTemplate, WebhookTemplate])
+  .describe(
+    "A message for one channel, chosen by `type`. Every string field except `type` and `method` is a LiquidJS template over `user` (traits plus `id`), `event`, `workspace` ({id, name}) and `unsubscribe_url`.",
+  )
+  .openapi("MessageTemplateDefinition");
+export type MessageTemplateDefinition = z.infer<typeof MessageTemplateDefinition>;
+
+export const MessageTemplateResource = z
+  .object({
+    id: z.uuid(),
+    workspaceId: WorkspaceId,
+    name: z.string(),
+    type: Channel.describe("Channel of `definition`, else of `draft`; `Email` when the template has neither."),
+    updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
+    createdAt: EpochMillis.optional(),
+    definition: MessageTemplateDefinition.optional().describe("What sends use. Absent until set."),
+    draft: MessageTemplateDefinition.optional().describe("Work in progress, never sent. Absent until set."),
+  })
+  .openapi("MessageTemplate");
+export type MessageTemplateResource = z.infer<typeof MessageTemplateResource>;
+
+export const UpsertMessageTemplateRequestBody = z
+  .object({
+    id: z
+      .uuid()
+      .optional()
+      .describe("Upsert key. When given, the template with this id is updated, or created with this id; else `name` is the key."),
+    workspaceId: WorkspaceId,
+    name: z.string().min(1).max(200).describe("Unique within the workspace; renaming onto another template's name is a 409."),
+    definition: MessageTemplateDefinition.nullable()
+      .optional()
+      .describe("Omitted: the stored definition is kept. `null`: removes it. Liquid syntax errors are a 400 naming the field."),
+    draft: MessageTemplateDefinition.nullable()
+      .optional()
+      .describe("Omitted: the stored draft is kept. `null`: removes it."),
+    type: ServerManaged,
+    createdAt: ServerManaged,
+    updatedAt: ServerManaged,
+  })
+  .describe("Creates or updates a message template.");
+export type UpsertMessageTemplateRequestBody = z.infer<typeof UpsertMessageTemplateRequestBody>;
+
+export const MessageTemplateParams = z.object({ id: z.uuid().describe("Template id.") });
+export const MessageTemplateQuery = z.object({
+  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+});
+
+export const MessageTemplateListQuery = ListQuery;
+export type MessageTemplateListQuery = z.infer<typeof MessageTemplateListQuery>;
+
+export const MessageTemplateListResponse = z.object({
+  items: z.array(MessageTemplateResource),
+  templates: z.array(MessageTemplateResource).describe("Same as `items`."),
+  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
+});
+export type MessageTemplateListResponse = z.infer<typeof MessageTemplateListResponse>;
+
+export const RenderTemplateRequestBody = z
+  .object({
+    workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+    templateId: z.uuid().optional().describe("A stored template to render. Give this or `definition`."),
+    source: z
+      .enum(["definition", "draft"])
+      .default("definition")
+      .describe("With `templateId`: render the template's `definition` (default) or its `draft`."),
+    definition: MessageTemplateDefinition.optional().describe("An inline definition to render. Give this or `templateId`."),
+    userId: z
+      .string()
+      .min(1)
+      .max(255)
+      .optional()
+      .describe("A known user (or a linked anonymousId) whose profile fills `user`. Give this or `user`."),
+    user: z
+      .looseObject({ id: z.string().min(1).max(255).describe("The user's id.") })
+      .optional()
+      .describe("An inline user: traits plus `id`, exposed as `user`. Give this or `userId`."),
+    event: JsonObject.optional().describe("Exposed as `event`, as if a journey step were triggered by this event."),
+    subscriptionGroupId: z
+      .uuid()
+      .optional()
+      .describe("Subscription group the `unsubscribe_url` link unsubscribes from; without it the link unsubscribes from the channel's messages."),
+  })
+  .superRefine((body, ctx) => {
+    const exactlyOne = (a: keyof typeof body, b: keyof typeof body) => {
+      const count = Number(body[a] !== undefined) + Number(body[b] !== undefined);
+      if (count !== 1) {
+        ctx.addIssue({ code: "custom", path: [count ? b : a], message: `give exactly one of \`${a}\` and \`${b}\`` });
+      }
+    };
+    exactlyOne("templateId", "definition");
+    exactlyOne("userId", "user");
+  })
+  .describe("Renders a stored or inline template for a user, without sending anything.");
+export type RenderTemplateRequestBody = z.infer<typeof RenderTemplateRequestBody>;
+
+export const RenderedFields = z
+  .record(z.string(), z.union([z.string(), z.record(z.string(), z.string())]))
+  .describe(
+    "The definition's fields (all but `type`), rendered; map fields (`data`, `headers`) stay maps of rendered values. Webhook `method` is copied as is.",
+  );
+export type RenderedFields = z.infer<typeof RenderedFields>;
+
+export const RenderTemplateResponse = z.object({
+  type: Channel.describe("Channel of the rendered definition."),
+  rendered: RenderedFields,
+});
+export type RenderTemplateResponse = z.infer<typeof RenderTemplateResponse>;
