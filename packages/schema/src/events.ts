@@ -36,7 +36,7 @@ const commonFields = {
   integrations: JsonObject.optional(),
 };
 
-function requireIdentity(ev: { userId?: string | null; anonymousId?: string | null }, ctx: z.RefinementCtx) {
+function requireIdentity(ev: { userId?: unknown; anonymousId?: unknown }, ctx: z.RefinementCtx) {
   if (ev.userId == null && ev.anonymousId == null) {
     ctx.addIssue({ code: "custom", path: ["userId"], message: "userId or anonymousId is required" });
   }

@@ -6,5 +6,6 @@ export * from "./workspaces.js";
 export * from "./users.js";
 export * from "./segments.js";
 export * from "./subscription-groups.js";
+export * from "./journeys.js";
 export * from "./templates.js";
 export * from "./openapi/index.js";

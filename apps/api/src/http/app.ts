@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { authRoutes } from "../auth/routes.ts";
 import { ingestRoutes } from "../ingest/routes.ts";
+import { journeyRoutes } from "../journeys/routes.ts";
 import { segmentRoutes } from "../segments/routes.ts";
 import { subscriptionGroupRoutes } from "../subscription-groups/routes.ts";
 import { templateRoutes } from "../templates/routes.ts";
@@ -46,6 +47,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(ingestRoutes, { ctx });
   await app.register(authRoutes, { ctx });
   await app.register(userRoutes, { ctx });
+  await app.register(journeyRoutes, { ctx });
   await app.register(segmentRoutes, { ctx });
   await app.register(subscriptionGroupRoutes, { ctx });
   await app.register(templateRoutes, { ctx });

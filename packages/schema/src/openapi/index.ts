@@ -4,6 +4,7 @@
 import { OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
 import { type ErrorCode, errorDescriptions, errorStatus } from "../errors.js";
 import { registerIngestPaths } from "./ingest.js";
+import { registerJourneysPaths } from "./journeys.js";
 import { registerKeysPaths } from "./keys.js";
 import { registerOperationsPaths } from "./operations.js";
 import { registry } from "./registry.js";
@@ -23,6 +24,7 @@ function registerAll() {
   registerUsersPaths();
   registerSegmentsPaths();
   registerSubscriptionGroupsPaths();
+  registerJourneysPaths();
   registerTemplatesPaths();
   registerOperationsPaths();
 }
@@ -51,5 +53,5 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Record<strin
       ].join("\n"),
     },
     servers: options.serverUrl ? [{ url: options.serverUrl }] : [],
-  });
+  }) as unknown as Record<string, unknown> & { paths?: Record<string, unknown> };
 }

@@ -1,0 +1,243 @@
+// Draft compilation and definition validation through PUT /api/admin/journeys.
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import {
+  edge,
+  fullDraft,
+  insertGroup,
+  insertSegment,
+  insertTemplate,
+  issuePaths,
+  labelNode,
+  putJourney,
+  simpleDefinition,
+  uiNode,
+} from "./fixtures.ts";
+
+let t: TestApp;
+let seg: string;
+let vip: string;
+let tpl: string;
+beforeAll(async () => {
+  t = await createTestApp();
+  [seg, vip, tpl] = await Promise.all([insertSegment(t, t.workspace.id), insertSegment(t, t.workspace.id), insertTemplate(t, t.workspace.id)]);
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const issue = (path: string, message: string | RegExp) => ({
+  path,
+  message: typeof message === "string" ? expect.stringContaining(message) : expect.stringMatching(message),
+});
+
+describe("compiling a draft", () => {
+  it("compiles entry → delay → segment split → message → exit into the definition", async () => {
+    const draft = fullDraft({ entrySegment: seg, splitSegment: vip, templateId: tpl });
+    const res = await putJourney(t, { draft });
+    expect(res.status).toBe(200);
+    expect(res.body.draft).toEqual(draft);
+    expect(res.body.definition).toEqual({
+      entryNode: { type: "EntryNode", segment: seg, child: "delay-1" },
+      nodes: [
+        { id: "delay-1", type: "DelayNode", variant: { type: "Second", seconds: 3600 }, child: "split-1" },
+        { id: "split-1", type: "SegmentSplitNode", name: "Is VIP?", segment: vip, trueChild: "msg-1", falseChild: "ExitNode" },
+        { id: "msg-1", type: "MessageNode", name: "Welcome", channel: "Email", templateId: tpl, child: "ExitNode" },
+      ],
+      exitNode: { type: "ExitNode", id: "ExitNode" },
+    });
+    const started = await putJourney(t, { id: res.body.id, name: res.body.name, status: "Running" });
+    expect(started.body.status).toBe("Running");
+  });
+
+  it("compiles wait-for, random-cohort, event entry and the other delays", async () => {
+    const draft = {
+      nodes: [
+        uiNode("in", { type: "EntryUiNode", variant: { type: "EventEntryNode", event: "Signed Up" } }),
+        uiNode("wait", {
+          type: "WaitForNode",
+          timeoutSeconds: 600,
+          timeoutLabelNodeId: "wait-timeout",
+          segmentChildren: [{ labelNodeId: "wait-in", segmentId: vip }],
+        }),
+        labelNode("wait-in", "in segment"),
+        labelNode("wait-timeout", "timed out"),
+        uiNode("ab", {
+          type: "RandomCohortNode",
+          cohortChildren: [
+            { labelNodeId: "ab-a", percent: 25, name: "A" },
+            { labelNodeId: "ab-b", percent: 75, name: "B" },
+          ],
+        }),
+        labelNode("ab-a", "A"),
+        labelNode("ab-b", "B"),
+        uiNode("morning", { type: "DelayNode", variant: { type: "LocalTime", hour: 9 } }),
+        uiNode("before", { type: "DelayNode", variant: { type: "UserProperty", userProperty: "trial.endsAt", offsetSeconds: -86400 } }),
+        uiNode("out", { type: "ExitNode" }),
+      ],
+      edges: [
+        edge("in", "wait"),
+        edge("wait-in", "ab"),
+        edge("wait-timeout", "out"),
+        edge("ab-a", "morning"),
+        edge("ab-b", "before"),
+        edge("morning", "out"),
+        edge("before", "out"),
+      ],
+    };
+    const res = await putJourney(t, { draft });
+    expect(res.status).toBe(200);
+    expect(res.body.definition).toEqual({
+      entryNode: { type: "EventEntryNode", event: "Signed Up", child: "wait" },
+      nodes: [
+        { id: "wait", type: "WaitForNode", segmentChildren: [{ segmentId: vip, child: "ab" }], timeoutSeconds: 600, timeoutChild: "ExitNode" },
+        {
+          id: "ab",
+          type: "RandomCohortNode",
+          children: [
+            { percent: 25, child: "morning", name: "A" },
+            { percent: 75, child: "before", name: "B" },
+          ],
+        },
+        { id: "morning", type: "DelayNode", variant: { type: "LocalTime", hour: 9, minute: 0 }, child: "ExitNode" },
+        { id: "before", type: "DelayNode", variant: { type: "UserProperty", userProperty: "trial.endsAt", offsetSeconds: -86400 }, child: "ExitNode" },
+      ],
+      exitNode: { type: "ExitNode", id: "ExitNode" },
+    });
+  });
+
+  it("stores an incomplete draft without a definition", async () => {
+    const draft = fullDraft({ entrySegment: seg, splitSegment: vip, templateId: tpl });
+    delete (draft.nodes[5]!.data as unknown as { nodeTypeProps: { templateId?: string } }).nodeTypeProps.templateId;
+    const res = await putJourney(t, { draft });
+    expect(res.status).toBe(200);
+    expect(res.body.definition).toBeUndefined();
+    const start = await putJourney(t, { id: res.body.id, name: res.body.name, status: "Running" });
+    expect(start.status).toBe(400);
+    expect(start.body.error.issues).toEqual([issue("draft.nodes.5.data.nodeTypeProps.templateId", "not filled in")]);
+  });
+
+  it("refuses a contradictory draft: two ways on from one step, a second entry node", async () => {
+    const draft = fullDraft({ entrySegment: seg, splitSegment: vip, templateId: tpl });
+    draft.edges.push(edge("delay-1", "msg-1"));
+    draft.nodes.push(uiNode("EntryNode-2", { type: "EntryUiNode", variant: { type: "EntryNode", segment: seg } }));
+    const res = await putJourney(t, { draft });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues).toEqual(
+      expect.arrayContaining([issue("draft.nodes.1", "2 outgoing edges"), issue("draft.nodes.8", "a second entry node")]),
+    );
+  });
+
+  it("names problems of a compiled draft by their draft path", async () => {
+    const draft = fullDraft({ entrySegment: seg, splitSegment: randomUUID(), templateId: tpl });
+    const res = await putJourney(t, { draft });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues).toEqual([issue("draft.nodes.2.data.nodeTypeProps.segmentId", "no segment")]);
+
+    const looped = fullDraft({ entrySegment: seg, splitSegment: vip, templateId: tpl });
+    looped.edges = looped.edges.map((e) => (e.source === "msg-1" ? edge("msg-1", "delay-1") : e));
+    const cycle = await putJourney(t, { draft: looped });
+    expect(cycle.status).toBe(400);
+    expect(cycle.body.error.issues).toEqual([issue("draft.nodes.5", "closes a cycle")]);
+  });
+});
+
+describe("validating a definition", () => {
+  const body = (def: Record<string, unknown>) => ({ definition: def });
+  const base = () => simpleDefinition(seg, tpl);
+
+  const cases: [string, () => Record<string, unknown> | Promise<Record<string, unknown>>, { path: string; message: string }[]][] = [
+    [
+      "a child naming no node",
+      () => ({ ...base(), nodes: [{ ...base().nodes[0], child: "nowhere" }] }),
+      [issue("definition.nodes.0.child", 'names no node of the definition: "nowhere"')],
+    ],
+    [
+      "a cycle",
+      () => ({
+        ...base(),
+        nodes: [
+          { id: "m", type: "MessageNode", channel: "Email", templateId: tpl, child: "d" },
+          { id: "d", type: "DelayNode", variant: { type: "Second", seconds: 5 }, child: "m" },
+        ],
+      }),
+      [issue("definition.nodes.1.child", 'going back to "m" closes a cycle')],
+    ],
+    [
+      "a node the entry cannot reach",
+      () => ({ ...base(), nodes: [...base().nodes, { id: "lost", type: "DelayNode", variant: { type: "Second", seconds: 1 }, child: "ExitNode" }] }),
+      [issue("definition.nodes.1", 'node "lost" cannot be reached')],
+    ],
+    [
+      "duplicate node ids and the reserved ExitNode id",
+      () => ({ ...base(), nodes: [base().nodes[0], base().nodes[0], { ...base().nodes[0], id: "ExitNode" }] }),
+      [issue("definition.nodes.1.id", 'duplicate node id "m"'), issue("definition.nodes.2.id", "reserved")],
+    ],
+    [
+      "cohort percents not adding up to 100",
+      () => ({
+        ...base(),
+        entryNode: { type: "EntryNode", segment: seg, child: "ab" },
+        nodes: [{ id: "ab", type: "RandomCohortNode", children: [{ percent: 60, child: "ExitNode" }, { percent: 30, child: "ExitNode" }] }],
+      }),
+      [issue("definition.nodes.0.children", "percents add up to 90, not 100")],
+    ],
+    [
+      "an unknown entry segment",
+      () => ({ ...base(), entryNode: { type: "EntryNode", segment: "0b7e6bb0-5c2f-4e43-9d55-1f1f1f1f1f1f", child: "m" } }),
+      [issue("definition.entryNode.segment", "no segment 0b7e6bb0-5c2f-4e43-9d55-1f1f1f1f1f1f in this workspace")],
+    ],
+    ["an unknown template", () => simpleDefinition(seg, randomUUID()), [issue("definition.nodes.0.templateId", "no message template")]],
+    [
+      "a template of another workspace",
+      async () => simpleDefinition(seg, await insertTemplate(t, (await t.newWorkspace()).id)),
+      [issue("definition.nodes.0.templateId", "no message template")],
+    ],
+    [
+      "a template of another channel",
+      async () => ({ ...base(), nodes: [{ ...base().nodes[0], templateId: await insertTemplate(t, t.workspace.id, "Sms") }] }),
+      [issue("definition.nodes.0.templateId", "is a Sms template; the node sends Email")],
+    ],
+    [
+      "an unknown or other-channel subscription group",
+      async () => ({
+        ...base(),
+        entryNode: { type: "EntryNode", segment: seg, child: "m1" },
+        nodes: [
+          { id: "m1", type: "MessageNode", channel: "Email", templateId: tpl, subscriptionGroupId: randomUUID(), child: "m2" },
+          { id: "m2", type: "MessageNode", channel: "Email", templateId: tpl, subscriptionGroupId: await insertGroup(t, t.workspace.id, "Sms"), child: "ExitNode" },
+        ],
+      }),
+      [issue("definition.nodes.0.subscriptionGroupId", "no subscription group"), issue("definition.nodes.1.subscriptionGroupId", "is for Sms")],
+    ],
+    [
+      "a split or wait segment that does not exist",
+      () => ({
+        ...base(),
+        entryNode: { type: "EntryNode", segment: seg, child: "s" },
+        nodes: [
+          { id: "s", type: "SegmentSplitNode", segment: randomUUID(), trueChild: "w", falseChild: "ExitNode" },
+          { id: "w", type: "WaitForNode", segmentChildren: [{ segmentId: randomUUID(), child: "ExitNode" }], timeoutSeconds: 60, timeoutChild: "ExitNode" },
+        ],
+      }),
+      [issue("definition.nodes.0.segment", "no segment"), issue("definition.nodes.1.segmentChildren.0.segmentId", "no segment")],
+    ],
+  ];
+
+  for (const [what, make, expected] of cases) {
+    it(`refuses ${what} with 400 naming the problem`, async () => {
+      const res = await putJourney(t, body(await make()));
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("VALIDATION_FAILED");
+      expect(res.body.error.issues).toEqual(expected);
+    });
+  }
+
+  it("stores a valid definition as sent, the exit node filled in", async () => {
+    const { exitNode: _exit, ...withoutExit } = base();
+    const res = await putJourney(t, body(withoutExit));
+    expect(res.status).toBe(200);
+    expect(res.body.definition).toEqual({ ...base(), exitNode: { type: "ExitNode", id: "ExitNode" } });
+  });
+});

@@ -1,0 +1,409 @@
+// Journeys: the editor graph (`draft`), the executable `definition` compiled from it, and the
+// admin wire shapes. The definition's structural checks live here so the server, the SDK and the
+// CLI reject the same definitions with the same issue paths; references to other resources are
+// checked by the server.
+import { z } from "./zod.js";
+import { Cursor, EpochMillis, ListQuery, WorkspaceId } from "./common.js";
+
+const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
+
+const MessageChannel = z.enum(["Email", "Sms", "MobilePush", "Webhook"]).describe("Delivery channel.");
+
+/** The id every exit reference names. */
+export const EXIT_NODE_ID = "ExitNode";
+
+const NodeId = z.string().min(1).max(200);
+const ChildId = NodeId.describe("Id of the next node: a body node's `id` or `ExitNode`.");
+const Seconds = z.number().int().min(0).max(10 * 365 * 24 * 3600);
+
+// --- Executable definition -------------------------------------------------------------------
+
+export const SegmentEntryNode = z
+  .object({
+    type: z.literal("EntryNode"),
+    segment: z.uuid().describe("Segment id: users start a run when they enter this segment."),
+    child: ChildId,
+  })
+  .describe("Starts a run when a user enters the segment.");
+
+export const EventEntryNode = z
+  .object({
+    type: z.literal("EventEntryNode"),
+    event: z.string().min(1).max(200).describe("Track event name: users start a run when they send it."),
+    child: ChildId,
+  })
+  .describe("Starts a run when a user sends the track event.");
+
+export const JourneyEntryNode = z
+  .discriminatedUnion("type", [SegmentEntryNode, EventEntryNode])
+  .describe("Where runs start: on entering a segment (`EntryNode`) or on a track event (`EventEntryNode`).")
+  .openapi("JourneyEntryNode");
+export type JourneyEntryNode = z.infer<typeof JourneyEntryNode>;
+
+export const SecondDelayVariant = z.object({
+  type: z.literal("Second"),
+  seconds: Seconds.describe("Wait this many seconds."),
+});
+export const LocalTimeDelayVariant = z.object({
+  type: z.literal("LocalTime"),
+  hour: z.number().int().min(0).max(23).describe("Wait until the next occurrence of this hour in the user's time zone."),
+  minute: z.number().int().min(0).max(59).default(0).describe("Minute of that hour (default 0)."),
+});
+export const UserPropertyDelayVariant = z.object({
+  type: z.literal("UserProperty"),
+  userProperty: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe("Dot path of a trait holding a date (ISO 8601 or epoch ms): wait until then."),
+  offsetSeconds: z
+    .number()
+    .int()
+    .default(0)
+    .describe("Added to that date; negative to act before it (e.g. -86400: a day before)."),
+});
+export const DelayVariant = z
+  .discriminatedUnion("type", [SecondDelayVariant, LocalTimeDelayVariant, UserPropertyDelayVariant])
+  .describe("How long to wait.");
+export type DelayVariant = z.infer<typeof DelayVariant>;
+
+const bodyNode = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({
+    id: NodeId.describe("Node id, unique in the definition; `ExitNode` is reserved."),
+    type: z.literal(type),
+    name: z.string().max(200).optional().describe("Label shown in editors."),
+    ...shape,
+  });
+
+export const DelayNode = bodyNode("DelayNode", { variant: DelayVariant, child: ChildId }).describe(
+  "Waits, then continues with `child`.",
+);
+
+export const SegmentSplitNode = bodyNode("SegmentSplitNode", {
+  segment: z.uuid().describe("Segment id tested when the user reaches the node."),
+  trueChild: ChildId.describe("Next node for members of the segment."),
+  falseChild: ChildId.describe("Next node for everyone else."),
+}).describe("Branches on segment membership.");
+
+export const WaitForSegmentChild = z.object({
+  segmentId: z.uuid().describe("Segment id to wait for."),
+  child: ChildId.describe("Next node once the user is in the segment."),
+});
+
+export const WaitForNode = bodyNode("WaitForNode", {
+  segmentChildren: z
+    .array(WaitForSegmentChild)
+    .min(1)
+    .max(20)
+    .describe("Segments to wait for; the first one the user is in decides the branch."),
+  timeoutSeconds: Seconds.positive().describe("Give up after this many seconds."),
+  timeoutChild: ChildId.describe("Next node when the wait times out."),
+}).describe("Waits until the user is in one of the segments, or the timeout.");
+
+export const MessageNode = bodyNode("MessageNode", {
+  channel: MessageChannel,
+  templateId: z.uuid().describe("Message template of the workspace; its `definition` is sent."),
+  subscriptionGroupId: z
+    .uuid()
+    .optional()
+    .describe("Subscription group of the same channel; users not subscribed are skipped."),
+  child: ChildId,
+}).describe("Sends a message (at most once per run), then continues with `child`.");
+
+export const RandomCohortChild = z.object({
+  percent: z.number().gt(0).max(100).describe("Share of users taking this branch, in percent (0–100]."),
+  child: ChildId,
+  name: z.string().max(200).optional(),
+});
+
+export const RandomCohortNode = bodyNode("RandomCohortNode", {
+  children: z
+    .array(RandomCohortChild)
+    .min(1)
+    .max(20)
+    .describe("Branches; their `percent` values add up to 100 (percent, not fractions)."),
+}).describe("Sends each user down one branch at random, with the given shares.");
+
+export const JourneyBodyNode = z
+  .discriminatedUnion("type", [DelayNode, SegmentSplitNode, WaitForNode, MessageNode, RandomCohortNode])
+  .describe("A step of the journey; `type` selects its shape.")
+  .openapi("JourneyBodyNode");
+export type JourneyBodyNode = z.infer<typeof JourneyBodyNode>;
+
+export const JourneyExitNode = z
+  .object({
+    type: z.literal("ExitNode"),
+    id: z.literal(EXIT_NODE_ID).default(EXIT_NODE_ID),
+  })
+  .describe("Where every run ends; children name it as `ExitNode`.");
+
+type Path = (string | number)[];
+
+/** Children of a node, each with its path relative to the node. */
+export function journeyNodeChildren(n: JourneyEntryNode | JourneyBodyNode): { id: string; path: Path }[] {
+  switch (n.type) {
+    case "EntryNode":
+    case "EventEntryNode":
+    case "DelayNode":
+    case "MessageNode":
+      return [{ id: n.child, path: ["child"] }];
+    case "SegmentSplitNode":
+      return [
+        { id: n.trueChild, path: ["trueChild"] },
+        { id: n.falseChild, path: ["falseChild"] },
+      ];
+    case "WaitForNode":
+      return [
+        ...n.segmentChildren.map((c, i) => ({ id: c.child, path: ["segmentChildren", i, "child"] })),
+        { id: n.timeoutChild, path: ["timeoutChild"] },
+      ];
+    case "RandomCohortNode":
+      return n.children.map((c, i) => ({ id: c.child, path: ["children", i, "child"] }));
+  }
+}
+
+function checkDefinition(
+  def: { entryNode: JourneyEntryNode; nodes: JourneyBodyNode[] },
+  ctx: z.RefinementCtx,
+) {
+  const byId = new Map<string, number>();
+  def.nodes.forEach((n, i) => {
+    if (n.id === EXIT_NODE_ID) {
+      ctx.addIssue({ code: "custom", path: ["nodes", i, "id"], message: `"${EXIT_NODE_ID}" is reserved for the exit node` });
+    } else if (byId.has(n.id)) {
+      ctx.addIssue({ code: "custom", path: ["nodes", i, "id"], message: `duplicate node id "${n.id}" (also nodes.${byId.get(n.id)})` });
+    } else byId.set(n.id, i);
+    if (n.type === "RandomCohortNode") {
+      const total = n.children.reduce((sum, c) => sum + c.percent, 0);
+      if (Math.abs(total - 100) > 1e-6) {
+        ctx.addIssue({ code: "custom", path: ["nodes", i, "children"], message: `percents add up to ${total}, not 100` });
+      }
+    }
+  });
+
+  const located: { node: JourneyEntryNode | JourneyBodyNode; path: Path }[] = [
+    { node: def.entryNode, path: ["entryNode"] },
+    ...def.nodes.map((node, i) => ({ node, path: ["nodes", i] })),
+  ];
+  let dangling = false;
+  for (const { node, path } of located) {
+    for (const ref of journeyNodeChildren(node)) {
+      if (ref.id !== EXIT_NODE_ID && !byId.has(ref.id)) {
+        dangling = true;
+        ctx.addIssue({ code: "custom", path: [...path, ...ref.path], message: `names no node of the definition: "${ref.id}"` });
+      }
+    }
+  }
+  if (dangling) return;
+
+  // Every node has at least one child and all children exist, so a graph without cycles leads
+  // every path to ExitNode; a cycle is the only way a run could never end.
+  const state = new Map<string, "active" | "done">();
+  const visit = (at: { node: JourneyEntryNode | JourneyBodyNode; path: Path }): void => {
+    for (const ref of journeyNodeChildren(at.node)) {
+      if (ref.id === EXIT_NODE_ID) continue;
+      const s = state.get(ref.id);
+      if (s === "active") {
+        ctx.addIssue({ code: "custom", path: [...at.path, ...ref.path], message: `going back to "${ref.id}" closes a cycle; every path must reach ExitNode` });
+      } else if (s === undefined) {
+        state.set(ref.id, "active");
+        visit(located[byId.get(ref.id)! + 1]!);
+        state.set(ref.id, "done");
+      }
+    }
+  };
+  visit(located[0]!);
+  def.nodes.forEach((n, i) => {
+    if (!state.has(n.id) && byId.get(n.id) === i) {
+      ctx.addIssue({ code: "custom", path: ["nodes", i], message: `node "${n.id}" cannot be reached from the entry node` });
+    }
+  });
+}
+
+export const JourneyDefinition = z
+  .object({
+    entryNode: JourneyEntryNode,
+    nodes: z.array(JourneyBodyNode).max(500).describe("The steps, referenced by id from `child` fields."),
+    exitNode: JourneyExitNode.default({ type: "ExitNode", id: EXIT_NODE_ID }),
+  })
+  .superRefine(checkDefinition)
+  .describe(
+    "The executable journey. Node ids are unique; every child names a node or `ExitNode`; no cycles; every node is reachable from `entryNode`; RandomCohortNode percents add up to 100. Referenced segments, templates and subscription groups must exist in the workspace.",
+  )
+  .openapi("JourneyDefinition");
+export type JourneyDefinition = z.infer<typeof JourneyDefinition>;
+
+// --- Editor graph (draft) ---------------------------------------------------------------------
+// Work in progress: every field the editor may not have filled in yet is optional.
+
+const UiNodeId = z.string().min(1).max(200);
+const LabelNodeId = UiNodeId.describe("Id of the label node that starts this branch.");
+
+export const EntryUiNodeProps = z.object({
+  type: z.literal("EntryUiNode"),
+  variant: z.discriminatedUnion("type", [
+    z.object({
+      type: z.literal("EntryNode"),
+      segment: z.string().max(200).optional().describe("Segment id."),
+      child: UiNodeId.optional().describe("Id of the next node; used when the entry node has no outgoing edge."),
+    }),
+    z.object({
+      type: z.literal("EventEntryNode"),
+      event: z.string().max(200).optional().describe("Track event name."),
+      child: UiNodeId.optional().describe("Id of the next node; used when the entry node has no outgoing edge."),
+    }),
+  ]),
+});
+
+export const ExitUiNodeProps = z.object({ type: z.literal("ExitNode") });
+
+export const DelayUiNodeProps = z.object({
+  type: z.literal("DelayNode"),
+  variant: z.discriminatedUnion("type", [
+    SecondDelayVariant.partial().required({ type: true }),
+    LocalTimeDelayVariant.partial().required({ type: true }),
+    UserPropertyDelayVariant.partial().required({ type: true }),
+  ]),
+});
+
+export const MessageUiNodeProps = z.object({
+  type: z.literal("MessageNode"),
+  name: z.string().max(200).optional(),
+  channel: MessageChannel,
+  templateId: z.string().max(200).optional(),
+  subscriptionGroupId: z.string().max(200).optional(),
+});
+
+export const SegmentSplitUiNodeProps = z.object({
+  type: z.literal("SegmentSplitNode"),
+  name: z.string().max(200).optional(),
+  segmentId: z.string().max(200).optional(),
+  trueLabelNodeId: LabelNodeId,
+  falseLabelNodeId: LabelNodeId,
+});
+
+export const WaitForUiNodeProps = z.object({
+  type: z.literal("WaitForNode"),
+  name: z.string().max(200).optional(),
+  timeoutSeconds: z.number().optional(),
+  timeoutLabelNodeId: LabelNodeId,
+  segmentChildren: z.array(z.object({ labelNodeId: LabelNodeId, segmentId: z.string().max(200).optional() })).max(20),
+});
+
+export const RandomCohortUiNodeProps = z.object({
+  type: z.literal("RandomCohortNode"),
+  name: z.string().max(200).optional(),
+  cohortChildren: z
+    .array(z.object({ labelNodeId: LabelNodeId, percent: z.number().optional(), name: z.string().max(200).optional() }))
+    .max(20),
+});
+
+export const JourneyUiNodeTypeProps = z
+  .discriminatedUnion("type", [
+    EntryUiNodeProps,
+    ExitUiNodeProps,
+    DelayUiNodeProps,
+    MessageUiNodeProps,
+    SegmentSplitUiNodeProps,
+    WaitForUiNodeProps,
+    RandomCohortUiNodeProps,
+  ])
+  .describe("The step a definition node of the editor stands for; branches start at label nodes named by `…LabelNodeId`.");
+export type JourneyUiNodeTypeProps = z.infer<typeof JourneyUiNodeTypeProps>;
+
+export const JourneyUiNodeDefinitionProps = z.object({
+  type: z.literal("JourneyUiNodeDefinitionProps"),
+  nodeTypeProps: JourneyUiNodeTypeProps,
+});
+export const JourneyUiNodeLabelProps = z
+  .object({ type: z.literal("JourneyUiNodeLabelProps"), title: z.string().max(200) })
+  .describe("A branch label (e.g. “true”, “false”, “timed out”); followed through its one outgoing edge.");
+export const JourneyUiNodeEmptyProps = z
+  .object({ type: z.literal("JourneyUiNodeEmptyProps") })
+  .describe("A placeholder where branches meet or a step can be inserted; followed through its one outgoing edge.");
+
+export const JourneyUiDraftNode = z.looseObject({
+  id: UiNodeId,
+  data: z.discriminatedUnion("type", [JourneyUiNodeDefinitionProps, JourneyUiNodeLabelProps, JourneyUiNodeEmptyProps]),
+});
+export type JourneyUiDraftNode = z.infer<typeof JourneyUiDraftNode>;
+
+export const JourneyUiDraftEdge = z.looseObject({
+  source: UiNodeId.describe("Node id."),
+  target: UiNodeId.describe("Node id."),
+  data: z.discriminatedUnion("type", [
+    z.object({ type: z.literal("JourneyUiDefinitionEdgeProps"), disableMarker: z.boolean().optional() }),
+    z.object({ type: z.literal("JourneyUiPlaceholderEdgeProps") }),
+  ]),
+});
+export type JourneyUiDraftEdge = z.infer<typeof JourneyUiDraftEdge>;
+
+export const JourneyDraft = z
+  .object({
+    nodes: z.array(JourneyUiDraftNode).max(1000),
+    edges: z.array(JourneyUiDraftEdge).max(2000),
+  })
+  .describe(
+    "The editor graph. It may be incomplete. When complete — one entry node, one exit node, every step's fields filled in, every step with one way on (its outgoing edge, through label and empty nodes) — the server compiles it into `definition`.",
+  )
+  .openapi("JourneyDraft");
+export type JourneyDraft = z.infer<typeof JourneyDraft>;
+
+// --- Resource and request/response shapes ---------------------------------------------------
+
+export const JourneyStatus = z
+  .enum(["NotStarted", "Running", "Paused"])
+  .describe("`NotStarted` → `Running` ⇄ `Paused`; never back to `NotStarted`. `Running` needs a valid definition.");
+export type JourneyStatus = z.infer<typeof JourneyStatus>;
+
+export const JourneyResource = z
+  .object({
+    id: z.uuid(),
+    workspaceId: WorkspaceId,
+    name: z.string(),
+    canRunMultiple: z.boolean().describe("Whether a user who finished a run may start another."),
+    status: JourneyStatus,
+    draft: JourneyDraft.optional(),
+    definition: JourneyDefinition.optional().describe("Absent until a definition is sent or a complete draft compiled."),
+    createdAt: EpochMillis,
+    updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
+  })
+  .openapi("Journey");
+export type JourneyResource = z.infer<typeof JourneyResource>;
+
+export const UpsertJourneyRequestBody = z
+  .object({
+    id: z
+      .uuid()
+      .optional()
+      .describe("Upsert key. When given, the journey with this id is updated, or created with this id; else `name` is the key."),
+    workspaceId: WorkspaceId,
+    name: z.string().min(1).max(200).describe("Unique within the workspace; renaming onto another journey's name is a 409."),
+    canRunMultiple: z.boolean().optional().describe("Default false on create; omitted on update keeps the stored value."),
+    status: JourneyStatus.optional().describe("Default `NotStarted` on create; omitted on update keeps the stored value."),
+    draft: JourneyDraft.nullable()
+      .optional()
+      .describe(
+        "Omitted keeps the stored draft; `null` removes it. Sent without `definition`, a complete draft is compiled into the definition; an incomplete one is stored as is, and removes the definition of a journey that has not started (a started journey keeps running its definition).",
+      ),
+    definition: JourneyDefinition.optional().describe("Sent: validated and stored as is (the draft is not compared with it)."),
+    createdAt: ServerManaged,
+    updatedAt: ServerManaged,
+  })
+  .describe("Creates or updates a journey.");
+export type UpsertJourneyRequestBody = z.infer<typeof UpsertJourneyRequestBody>;
+
+export const JourneyParams = z.object({ id: z.uuid().describe("Journey id.") });
+export const JourneyQuery = z.object({
+  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+});
+
+export const JourneyListQuery = ListQuery;
+export type JourneyListQuery = z.infer<typeof JourneyListQuery>;
+
+export const JourneyListResponse = z.object({
+  items: z.array(JourneyResource),
+  journeys: z.array(JourneyResource).describe("Same as `items`."),
+  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
+});
+export type JourneyListResponse = z.infer<typeof JourneyListResponse>;
