@@ -4,10 +4,9 @@
 // checked by the server.
 import { z } from "./zod.js";
 import { Cursor, EpochMillis, ListQuery, WorkspaceId } from "./common.js";
+import { Channel } from "./subscription-groups.js";
 
 const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
-
-const MessageChannel = z.enum(["Email", "Sms", "MobilePush", "Webhook"]).describe("Delivery channel.");
 
 /** The id every exit reference names. */
 export const EXIT_NODE_ID = "ExitNode";
@@ -101,7 +100,7 @@ export const WaitForNode = bodyNode("WaitForNode", {
 }).describe("Waits until the user is in one of the segments, or the timeout.");
 
 export const MessageNode = bodyNode("MessageNode", {
-  channel: MessageChannel,
+  channel: Channel,
   templateId: z.uuid().describe("Message template of the workspace; its `definition` is sent."),
   subscriptionGroupId: z
     .uuid()
@@ -269,7 +268,7 @@ export const DelayUiNodeProps = z.object({
 export const MessageUiNodeProps = z.object({
   type: z.literal("MessageNode"),
   name: z.string().max(200).optional(),
-  channel: MessageChannel,
+  channel: Channel,
   templateId: z.string().max(200).optional(),
   subscriptionGroupId: z.string().max(200).optional(),
 });
