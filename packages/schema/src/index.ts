@@ -8,4 +8,5 @@ export * from "./segments.js";
 export * from "./subscription-groups.js";
 export * from "./journeys.js";
 export * from "./templates.js";
+export * from "./providers.js";
 export * from "./openapi/index.js";

@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { authRoutes } from "../auth/routes.ts";
 import { ingestRoutes } from "../ingest/routes.ts";
+import { providerRoutes } from "../messaging/providers/routes.ts";
 import { journeyRoutes } from "../journeys/routes.ts";
 import { segmentRoutes } from "../segments/routes.ts";
 import { subscriptionGroupRoutes } from "../subscription-groups/routes.ts";
@@ -51,5 +52,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(segmentRoutes, { ctx });
   await app.register(subscriptionGroupRoutes, { ctx });
   await app.register(templateRoutes, { ctx });
+  await app.register(providerRoutes, { ctx });
   return app;
 }

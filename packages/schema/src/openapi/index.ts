@@ -7,6 +7,7 @@ import { registerIngestPaths } from "./ingest.js";
 import { registerJourneysPaths } from "./journeys.js";
 import { registerKeysPaths } from "./keys.js";
 import { registerOperationsPaths } from "./operations.js";
+import { registerProvidersPaths } from "./providers.js";
 import { registry } from "./registry.js";
 import { registerSegmentsPaths } from "./segments.js";
 import { registerSubscriptionGroupsPaths } from "./subscription-groups.js";
@@ -26,6 +27,7 @@ function registerAll() {
   registerSubscriptionGroupsPaths();
   registerJourneysPaths();
   registerTemplatesPaths();
+  registerProvidersPaths();
   registerOperationsPaths();
 }
 

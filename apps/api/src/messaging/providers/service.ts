@@ -1,0 +1,138 @@
+// Channel providers: one per (workspace, channel). Secret config fields live encrypted in the
+// `secrets` column, sealed with the row's workspace and id as context.
+import { randomUUID } from "node:crypto";
+import {
+  type Channel,
+  type ChannelProviderListQuery,
+  type ChannelProviderListResponse,
+  type ChannelProviderResource,
+  type ProviderConfig,
+  providerConfigSchemas,
+  type ProviderType,
+  type UpsertChannelProviderRequestBody,
+} from "@tidings/schema";
+import { z } from "zod";
+import type { PrismaClient } from "../../db/client.ts";
+import { type ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
+import { ApiError, badRequest, notFound, zodIssues } from "../../http/errors.ts";
+import { decodeCursor, page } from "../../http/pagination.ts";
+import type { SecretBox } from "../secrets.ts";
+import { maskedConfig, mergeSecrets, plainConfig, type Secrets } from "./config.ts";
+
+const secretsContext = (workspaceId: string, id: string) => `channel_providers/${workspaceId}/${id}`;
+
+function openSecrets(box: SecretBox, row: ChannelProvider): Secrets {
+  if (!row.secrets) return {};
+  return JSON.parse(box.open(row.secrets, secretsContext(row.workspaceId, row.id))) as Secrets;
+}
+
+export function toProviderResource(box: SecretBox, row: ChannelProvider): ChannelProviderResource {
+  const type = row.type as ProviderType;
+  return {
+    id: row.id,
+    workspaceId: row.workspaceId,
+    channel: row.channel,
+    type,
+    config: maskedConfig(type, row.config as Record<string, unknown>, openSecrets(box, row)),
+    createdAt: row.createdAt.getTime(),
+    updatedAt: row.updatedAt.getTime(),
+  } as ChannelProviderResource;
+}
+
+export async function upsertProvider(
+  prisma: PrismaClient,
+  box: SecretBox,
+  workspaceId: string,
+  body: UpsertChannelProviderRequestBody,
+): Promise<ChannelProviderResource> {
+  const existing = await prisma.channelProvider.findUnique({
+    where: body.id
+      ? { workspaceId_id: { workspaceId, id: body.id } }
+      : { workspaceId_channel: { workspaceId, channel: body.channel } },
+  });
+  const id = existing?.id ?? body.id ?? randomUUID();
+  const requested = body.config as Record<string, unknown>;
+  // Stored secrets carry over only while the type stays the same.
+  const stored = existing && existing.type === body.type ? openSecrets(box, existing) : {};
+  const { secrets, issues } = mergeSecrets(body.type, requested, stored);
+  if (issues.length) throw badRequest("Invalid provider config", issues);
+  const plain = plainConfig(body.type, requested);
+  const complete = providerConfigSchemas[body.type].safeParse({ ...plain, ...secrets });
+  if (!complete.success) throw badRequest("Invalid provider config", zodIssues(complete.error, ["config"]));
+
+  const data = {
+    channel: body.channel,
+    type: body.type,
+    config: plain as Prisma.InputJsonValue,
+    secrets: Object.keys(secrets).length ? box.seal(JSON.stringify(secrets), secretsContext(workspaceId, id)) : null,
+  };
+  try {
+    const row = existing
+      ? await prisma.channelProvider.update({
+          where: { workspaceId_id: { workspaceId, id } },
+          data: { ...data, updatedAt: new Date() },
+        })
+      : await prisma.channelProvider.create({ data: { workspaceId, id, ...data } });
+    return toProviderResource(box, row);
+  } catch (err) {
+    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
+      throw new ApiError("CONFLICT", `The workspace already has a ${body.channel} provider; update it (by its id or channel) instead`);
+    }
+    throw err;
+  }
+}
+
+/** The Channel enum in its declaration order, which is how PostgreSQL sorts it. */
+const CHANNEL_ORDER: Channel[] = ["Email", "Sms", "MobilePush", "Webhook"];
+const ChannelCursor = z.tuple([z.enum(CHANNEL_ORDER), z.uuid()]);
+
+export async function listProviders(
+  prisma: PrismaClient,
+  box: SecretBox,
+  workspaceId: string,
+  query: ChannelProviderListQuery,
+): Promise<ChannelProviderListResponse> {
+  const where: Prisma.ChannelProviderWhereInput = { workspaceId };
+  if (query.cursor) {
+    const parsed = ChannelCursor.safeParse(decodeCursor(query.cursor, ["string", "string"]));
+    if (!parsed.success) throw badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
+    const [channel, id] = parsed.data;
+    const later = CHANNEL_ORDER.slice(CHANNEL_ORDER.indexOf(channel) + 1);
+    where.OR = [{ channel: { in: later } }, { channel, id: { gt: id } }];
+  }
+  // Ordered by channel (the enum's declaration order), then id.
+  const rows = await prisma.channelProvider.findMany({ where, orderBy: [{ channel: "asc" }, { id: "asc" }], take: query.limit + 1 });
+  const result = page(rows, query.limit, (r) => toProviderResource(box, r), (r) => [r.channel, r.id]);
+  return { ...result, providers: result.items };
+}
+
+async function findProvider(prisma: PrismaClient, workspaceId: string, id: string): Promise<ChannelProvider> {
+  const row = await prisma.channelProvider.findUnique({ where: { workspaceId_id: { workspaceId, id } } });
+  if (!row) throw notFound(`Provider ${id}`);
+  return row;
+}
+
+export async function getProvider(prisma: PrismaClient, box: SecretBox, workspaceId: string, id: string) {
+  return toProviderResource(box, await findProvider(prisma, workspaceId, id));
+}
+
+export async function deleteProvider(prisma: PrismaClient, workspaceId: string, id: string): Promise<void> {
+  const { count } = await prisma.channelProvider.deleteMany({ where: { workspaceId, id } });
+  if (count === 0) throw notFound(`Provider ${id}`);
+}
+
+export type ProviderForSending = { [T in ProviderType]: { id: string; type: T; config: ProviderConfig[T] } }[ProviderType];
+
+/** What a sender needs: the channel's provider with its secrets decrypted; null when none is set. */
+export async function providerForSending(
+  prisma: PrismaClient,
+  box: SecretBox,
+  workspaceId: string,
+  channel: Channel,
+): Promise<ProviderForSending | null> {
+  const row = await prisma.channelProvider.findUnique({ where: { workspaceId_channel: { workspaceId, channel } } });
+  if (!row) return null;
+  const type = row.type as ProviderType;
+  const config = providerConfigSchemas[type].parse({ ...(row.config as object), ...openSecrets(box, row) });
+  return { id: row.id, type, config } as ProviderForSending;
+}

@@ -1,0 +1,190 @@
+// Channel providers: which service delivers a workspace's messages on each channel, with its
+// settings. Secret settings are write-only: stored encrypted, returned masked.
+import { z } from "./zod.js";
+import { Cursor, EpochMillis, ListQuery, WorkspaceId } from "./common.js";
+import { Channel } from "./subscription-groups.js";
+
+export const ProviderType = z
+  .enum(["Smtp", "Twilio", "Fcm", "Expo", "Webhook", "Log"])
+  .describe("Delivery service. `Log` records the rendered message without sending and fits every channel.");
+export type ProviderType = z.infer<typeof ProviderType>;
+
+/** The provider types each channel accepts. */
+export const providerTypesByChannel: Record<Channel, readonly ProviderType[]> = {
+  Email: ["Smtp", "Log"],
+  Sms: ["Twilio", "Log"],
+  MobilePush: ["Fcm", "Expo", "Log"],
+  Webhook: ["Webhook", "Log"],
+};
+
+/** Config fields of each type that are secrets: stored encrypted, never returned in full. */
+export const providerSecretFields = {
+  Smtp: ["password"],
+  Twilio: ["authToken"],
+  Fcm: ["serviceAccountJson"],
+  Expo: ["accessToken"],
+  Webhook: ["signingSecret"],
+  Log: [],
+} as const satisfies Record<ProviderType, readonly string[]>;
+
+export const SECRET_MASK_PREFIX = "••••";
+
+const SECRET_NOTE =
+  "Secret: stored encrypted and returned masked — `••••` followed by the last 4 characters when the secret has at least 16, else `••••` alone. On update, omit it (or send the masked value back) to keep the stored one; `null` removes it.";
+const secret = (what: string) => z.string().min(1).max(20_000).describe(`${what}. ${SECRET_NOTE}`);
+/** How a secret may appear in a request: omitted (keep), null (remove) or the new value. */
+const secretInput = <T extends z.ZodType>(s: T) => s.nullable().optional();
+const masked = (what: string) => z.string().optional().describe(`${what}, masked (present only when set).`);
+const baseUrl = z.url({ protocol: /^https?$/ }).optional();
+
+const smtp = {
+  host: z.string().min(1).max(255).describe("SMTP server host."),
+  port: z.number().int().min(1).max(65_535).describe("SMTP server port (587 for STARTTLS, 465 for TLS)."),
+  secure: z.boolean().optional().describe("Connect with TLS from the start (port 465); else STARTTLS when offered."),
+  username: z.string().max(500).optional().describe("Login user."),
+  from: z.string().max(500).optional().describe("Default sender when a template's `from` renders empty."),
+};
+const twilio = {
+  accountSid: z.string().min(1).max(100).describe("Twilio account SID."),
+  fromNumber: z.string().max(50).optional().describe("Sender phone number (E.164). Give this or `messagingServiceSid`."),
+  messagingServiceSid: z.string().max(100).optional().describe("Twilio messaging service SID."),
+  baseUrl: baseUrl.describe("API base URL; defaults to https://api.twilio.com (override for tests or proxies)."),
+};
+const fcm = { projectId: z.string().min(1).max(200).describe("Firebase project id.") };
+const expo = { baseUrl: baseUrl.describe("Push API base URL; defaults to https://exp.host.") };
+
+const isJsonObjectText = (text: string) => {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === "object" && v !== null && !Array.isArray(v);
+  } catch {
+    return false;
+  }
+};
+/** In a request the masked value may be sent back (it means "keep"); stored, it must be JSON. */
+const serviceAccountJson = (allowMasked: boolean) =>
+  secret("Contents of the Firebase service account key file (JSON text)").refine(
+    (text) => (allowMasked && text.startsWith(SECRET_MASK_PREFIX)) || isJsonObjectText(text),
+    "must be the JSON text of a service account key file",
+  );
+
+const needsSender = (c: { fromNumber?: string | undefined; messagingServiceSid?: string | undefined }, ctx: z.RefinementCtx) => {
+  if (!c.fromNumber && !c.messagingServiceSid) {
+    ctx.addIssue({ code: "custom", path: ["fromNumber"], message: "give `fromNumber` or `messagingServiceSid`" });
+  }
+};
+
+// Complete configs: what a provider holds once stored secrets are merged in (what senders use).
+export const SmtpConfig = z.strictObject({ ...smtp, password: secret("Login password").optional() });
+export const TwilioConfig = z.strictObject({ ...twilio, authToken: secret("Twilio auth token") }).superRefine(needsSender);
+export const FcmConfig = z.strictObject({ ...fcm, serviceAccountJson: serviceAccountJson(false) });
+export const ExpoConfig = z.strictObject({ ...expo, accessToken: secret("Expo access token (enhanced push security)").optional() });
+export const WebhookConfig = z.strictObject({
+  signingSecret: secret("HMAC-SHA256 key signing each request body (header `x-tidings-signature`)").optional(),
+});
+export const LogConfig = z.strictObject({});
+export type SmtpConfig = z.infer<typeof SmtpConfig>;
+export type TwilioConfig = z.infer<typeof TwilioConfig>;
+export type FcmConfig = z.infer<typeof FcmConfig>;
+export type ExpoConfig = z.infer<typeof ExpoConfig>;
+export type WebhookConfig = z.infer<typeof WebhookConfig>;
+export type LogConfig = z.infer<typeof LogConfig>;
+
+/** Complete config schema of each type. */
+export const providerConfigSchemas = {
+  Smtp: SmtpConfig,
+  Twilio: TwilioConfig,
+  Fcm: FcmConfig,
+  Expo: ExpoConfig,
+  Webhook: WebhookConfig,
+  Log: LogConfig,
+} satisfies Record<ProviderType, z.ZodType>;
+export type ProviderConfig = { [T in ProviderType]: z.infer<(typeof providerConfigSchemas)[T]> };
+
+const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
+const upsertBase = {
+  id: z
+    .uuid()
+    .optional()
+    .describe("When given, the provider with this id is updated, or created with this id; else `channel` is the key."),
+  workspaceId: WorkspaceId,
+  channel: Channel.describe("Channel served; a workspace has one provider per channel."),
+  createdAt: ServerManaged,
+  updatedAt: ServerManaged,
+};
+
+export const UpsertChannelProviderRequestBody = z
+  .discriminatedUnion("type", [
+    z.object({
+      ...upsertBase,
+      type: z.literal("Smtp"),
+      config: z.strictObject({ ...smtp, password: secretInput(secret("Login password")) }),
+    }),
+    z.object({
+      ...upsertBase,
+      type: z.literal("Twilio"),
+      config: z.strictObject({ ...twilio, authToken: secretInput(secret("Twilio auth token")) }).superRefine(needsSender),
+    }),
+    z.object({ ...upsertBase, type: z.literal("Fcm"), config: z.strictObject({ ...fcm, serviceAccountJson: secretInput(serviceAccountJson(true)) }) }),
+    z.object({
+      ...upsertBase,
+      type: z.literal("Expo"),
+      config: z.strictObject({ ...expo, accessToken: secretInput(secret("Expo access token")) }),
+    }),
+    z.object({
+      ...upsertBase,
+      type: z.literal("Webhook"),
+      config: z.strictObject({ signingSecret: secretInput(secret("HMAC-SHA256 key signing each request body")) }),
+    }),
+    z.object({ ...upsertBase, type: z.literal("Log"), config: LogConfig.default({}) }),
+  ])
+  .superRefine((body, ctx) => {
+    const allowed = providerTypesByChannel[body.channel];
+    if (!allowed.includes(body.type)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["type"],
+        message: `the ${body.channel} channel takes a provider of type ${allowed.map((t) => `\`${t}\``).join(" or ")}`,
+      });
+    }
+  })
+  .describe(
+    "Creates or replaces the workspace's provider of a channel. `config` is replaced as a whole, except that secret fields omitted (or sent back masked) keep their stored value while the type stays the same.",
+  );
+export type UpsertChannelProviderRequestBody = z.infer<typeof UpsertChannelProviderRequestBody>;
+
+const resourceBase = {
+  id: z.uuid(),
+  workspaceId: WorkspaceId,
+  channel: Channel,
+  createdAt: EpochMillis,
+  updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
+};
+
+export const ChannelProviderResource = z
+  .discriminatedUnion("type", [
+    z.object({ ...resourceBase, type: z.literal("Smtp"), config: z.object({ ...smtp, password: masked("Login password") }) }),
+    z.object({ ...resourceBase, type: z.literal("Twilio"), config: z.object({ ...twilio, authToken: masked("Auth token") }) }),
+    z.object({ ...resourceBase, type: z.literal("Fcm"), config: z.object({ ...fcm, serviceAccountJson: masked("Service account key") }) }),
+    z.object({ ...resourceBase, type: z.literal("Expo"), config: z.object({ ...expo, accessToken: masked("Access token") }) }),
+    z.object({ ...resourceBase, type: z.literal("Webhook"), config: z.object({ signingSecret: masked("Signing secret") }) }),
+    z.object({ ...resourceBase, type: z.literal("Log"), config: z.object({}) }),
+  ])
+  .describe("A channel provider; secret config fields are masked.")
+  .openapi("ChannelProvider");
+export type ChannelProviderResource = z.infer<typeof ChannelProviderResource>;
+
+export const ChannelProviderParams = z.object({ id: z.uuid().describe("Provider id.") });
+export const ChannelProviderQuery = z.object({
+  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+});
+
+export const ChannelProviderListQuery = ListQuery;
+export type ChannelProviderListQuery = z.infer<typeof ChannelProviderListQuery>;
+
+export const ChannelProviderListResponse = z.object({
+  items: z.array(ChannelProviderResource),
+  providers: z.array(ChannelProviderResource).describe("Same as `items`."),
+  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
+});
+export type ChannelProviderListResponse = z.infer<typeof ChannelProviderListResponse>;
