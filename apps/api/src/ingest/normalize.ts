@@ -43,8 +43,8 @@ export function eventTime(ev: { timestamp?: string; originalTimestamp?: string; 
 }
 
 /** Earliest and latest event times we store; outside this a timestamp is surely wrong. */
-const MIN_TIME = Date.UTC(1970, 0, 1);
-const MAX_TIME = Date.UTC(9999, 11, 31);
+export const MIN_TIME = Date.UTC(1970, 0, 1);
+export const MAX_TIME = Date.UTC(9999, 11, 31);
 
 export function normalizeEvent(
   ev: BatchEvent,

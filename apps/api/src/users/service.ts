@@ -2,8 +2,9 @@
 import type { EventListQuery, EventRecord, EventType, UserResource } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
-import { notFound } from "../http/errors.ts";
+import { badRequest, notFound } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
+import { MAX_TIME, MIN_TIME } from "../ingest/normalize.ts";
 
 type EventRow = {
   messageId: string;
@@ -37,7 +38,24 @@ export async function resolveIdentity(prisma: PrismaClient, workspaceId: string,
   return { profileId, identities: linked.map((a) => a.aliasId) };
 }
 
+/** PostgreSQL text cannot hold NUL: the query would fail (500), and no stored id contains one. */
+function refuseNul(value: string | undefined, path: string) {
+  if (value?.includes("\u0000")) {
+    throw badRequest("Values may not contain NUL (\\u0000) characters", [{ path, message: "contains a NUL character" }]);
+  }
+}
+
+/** The position a cursor names; one PostgreSQL cannot compare against is no cursor of ours. */
+function cursorPosition(cursor: string): [Date, string] {
+  const [ms, messageId] = decodeCursor(cursor, ["number", "string"]);
+  if (!Number.isSafeInteger(ms) || ms < MIN_TIME || ms > MAX_TIME || messageId.includes("\u0000")) {
+    throw badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
+  }
+  return [new Date(ms), messageId];
+}
+
 export async function getUser(prisma: PrismaClient, workspaceId: string, userId: string): Promise<UserResource> {
+  refuseNul(userId, "params.userId");
   const { profileId, identities } = await resolveIdentity(prisma, workspaceId, userId);
   const profile = await prisma.profile.findUnique({ where: { workspaceId_profileId: { workspaceId, profileId } } });
   if (!profile) throw notFound(`User ${JSON.stringify(userId)}`);
@@ -69,6 +87,8 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
 
 /** Events newest first (by event time), keyset-paginated. */
 export async function listEvents(prisma: PrismaClient, workspaceId: string, query: EventListQuery) {
+  refuseNul(query.userId, "querystring.userId");
+  refuseNul(query.event, "querystring.event");
   const where: Prisma.EventWhereInput = { workspaceId };
   if (query.userId) {
     const { profileId, identities } = await resolveIdentity(prisma, workspaceId, query.userId);
@@ -76,8 +96,7 @@ export async function listEvents(prisma: PrismaClient, workspaceId: string, quer
   }
   if (query.event) where.event = query.event;
   if (query.cursor) {
-    const [ms, messageId] = decodeCursor(query.cursor, ["number", "string"]);
-    const time = new Date(ms);
+    const [time, messageId] = cursorPosition(query.cursor);
     where.OR = [{ eventTime: { lt: time } }, { eventTime: time, messageId: { lt: messageId } }];
   }
   const rows = await prisma.event.findMany({

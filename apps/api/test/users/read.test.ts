@@ -66,11 +66,24 @@ describe("GET /api/admin/events", () => {
   });
 
   it("refuses invalid cursors with 400", async () => {
-    const wrongShape = Buffer.from(JSON.stringify(["x", 1])).toString("base64url");
-    for (const cursor of ["garbage!!", "bm90LWpzb24", wrongShape, Buffer.from("[1]").toString("base64url")]) {
+    const cursorOf = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+    // Well-formed but naming positions PostgreSQL cannot compare against (these used to 500).
+    const hostile = [cursorOf([1e300, "m"]), cursorOf([-1e20, "m"]), cursorOf([1.5, "m"]), cursorOf([T0, "m\u0000"])];
+    for (const cursor of ["garbage!!", "bm90LWpzb24", cursorOf(["x", 1]), cursorOf([1]), ...hostile]) {
       const res = await get(`/api/admin/events?cursor=${encodeURIComponent(cursor)}`);
       expectError(res, 400, "VALIDATION_FAILED");
       expect(res.body.error.issues[0].path).toBe("cursor");
+    }
+  });
+
+  it("refuses NUL characters in filters with 400 (PostgreSQL text cannot hold them)", async () => {
+    for (const [query, path] of [
+      ["userId=a%00b", "querystring.userId"],
+      ["event=Signed%00In", "querystring.event"],
+    ]) {
+      const res = await get(`/api/admin/events?${query}`);
+      expectError(res, 400, "VALIDATION_FAILED");
+      expect(res.body.error.issues[0].path).toBe(path);
     }
   });
 
@@ -101,6 +114,18 @@ describe("GET /api/admin/users/:userId", () => {
   it("404 with the envelope for an unknown user", async () => {
     const res = await getUser(t, `ghost-${randomUUID()}`);
     expectError(res, 404, "NOT_FOUND");
+  });
+
+  it("400 for a userId with a NUL character; ids with URL-special characters work", async () => {
+    const res = await get("/api/admin/users/a%00b");
+    expectError(res, 400, "VALIDATION_FAILED");
+    expect(res.body.error.issues[0].path).toBe("params.userId");
+    for (const id of ["a/b", "with space", "ü?#&%"]) {
+      expect204(await ingest(t, "identify", { userId: id, traits: { id } }));
+      const user = await getUser(t, id);
+      expect(user.status).toBe(200);
+      expect(user.body).toMatchObject({ userId: id, traits: { id } });
+    }
   });
 
   it("needs an admin key", async () => {
