@@ -135,7 +135,7 @@ export const RenderTemplateRequestBody = z
     subscriptionGroupId: z
       .uuid()
       .optional()
-      .describe("Subscription group the `unsubscribe_url` link unsubscribes from; without it the link unsubscribes from the channel's messages."),
+      .describe("Subscription group the `unsubscribe_url` link is bound to; without it the link names no group."),
   })
   .superRefine((body, ctx) => {
     const exactlyOne = (a: keyof typeof body, b: keyof typeof body) => {

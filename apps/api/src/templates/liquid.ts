@@ -17,6 +17,8 @@ export const liquid = new Liquid({
   strictFilters: true,
   strictVariables: false,
   cache: false,
+  // The `date` filter renders in UTC whatever the server's time zone, so replicas agree.
+  timezoneOffset: 0,
   parseLimit: 1_000_000,
   renderLimit: 1_000,
   memoryLimit: 10_000_000,

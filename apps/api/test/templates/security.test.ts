@@ -81,3 +81,21 @@ describe("another workspace's template", () => {
     expect(original.body).toMatchObject({ name: "b-template", definition });
   });
 });
+
+it("documents every template route in /openapi.json with its error responses", async () => {
+  const res = await request(t.url, "GET", "/openapi.json");
+  expect(res.status).toBe(200);
+  const paths = res.body.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>;
+  const expected: [string, string, string[]][] = [
+    [PATH, "put", ["200", "400", "401", "403", "409"]],
+    [PATH, "get", ["200", "400", "401", "403"]],
+    [`${PATH}/{id}`, "get", ["200", "401", "403", "404"]],
+    [`${PATH}/{id}`, "delete", ["204", "401", "403", "404", "409"]],
+    [`${PATH}/render`, "post", ["200", "400", "401", "403", "404"]],
+  ];
+  for (const [path, method, statuses] of expected) {
+    const op = paths[path]?.[method];
+    expect(op, `${method} ${path}`).toBeDefined();
+    expect(Object.keys(op!.responses)).toEqual(expect.arrayContaining(statuses));
+  }
+});
