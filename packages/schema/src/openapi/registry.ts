@@ -28,7 +28,8 @@ export const rootKey = registry.registerComponent("securitySchemes", "rootKey", 
   description: "The root key (TIDINGS_ROOT_KEY); only creates workspaces.",
 });
 
-registry.register("ErrorResponse", ErrorResponse);
+// Named, so every error response is a $ref to the one ErrorResponse component, not a copy of it.
+const ErrorEnvelope = ErrorResponse.openapi("ErrorResponse");
 
 export function errors(...codes: ErrorCode[]): RouteConfig["responses"] {
   const out: RouteConfig["responses"] = {};
@@ -37,7 +38,7 @@ export function errors(...codes: ErrorCode[]): RouteConfig["responses"] {
     const prev = out[status] as { description: string } | undefined;
     out[status] = {
       description: prev ? `${prev.description} ${code}: ${errorDescriptions[code]}` : `${code}: ${errorDescriptions[code]}`,
-      content: { "application/json": { schema: ErrorResponse } },
+      content: { "application/json": { schema: ErrorEnvelope } },
     };
   }
   return out;
