@@ -6,14 +6,14 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { authRoutes } from "../auth/routes.ts";
 import { ingestRoutes } from "../ingest/routes.ts";
-import { providerRoutes } from "../messaging/providers/routes.ts";
 import { journeyRoutes } from "../journeys/routes.ts";
+import { providerRoutes } from "../messaging/providers/routes.ts";
 import { segmentRoutes } from "../segments/routes.ts";
 import { subscriptionGroupRoutes } from "../subscription-groups/routes.ts";
 import { templateRoutes } from "../templates/routes.ts";
 import { userRoutes } from "../users/routes.ts";
 import type { AppContext } from "./context.ts";
-import { ApiError, registerErrorHandling, sendError } from "./errors.ts";
+import { ApiError, frameworkErrorHandler, registerErrorHandling, sendError } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
 import { registerMetrics } from "./metrics.ts";
 import { openApiRoutes } from "./openapi.ts";
@@ -26,6 +26,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     // Closing waits for in-flight requests; idle keep-alive sockets are closed at once.
     forceCloseConnections: "idle",
     return503OnClosing: true,
+    // userIds may be 255 characters, more once percent-encoded.
+    maxParamLength: 1024,
+    frameworkErrors: frameworkErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -44,14 +47,16 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   await app.register(healthRoutes, { ctx });
+  // A worker process answers probes and metrics only; the API is served by `api`/`all`.
+  if (ctx.config.role === "worker") return app;
   await app.register(openApiRoutes);
   await app.register(ingestRoutes, { ctx });
   await app.register(authRoutes, { ctx });
   await app.register(userRoutes, { ctx });
   await app.register(journeyRoutes, { ctx });
-  await app.register(segmentRoutes, { ctx });
-  await app.register(subscriptionGroupRoutes, { ctx });
   await app.register(templateRoutes, { ctx });
   await app.register(providerRoutes, { ctx });
+  await app.register(segmentRoutes, { ctx });
+  await app.register(subscriptionGroupRoutes, { ctx });
   return app;
 }

@@ -44,6 +44,7 @@ const fastifyCodes: Record<string, ErrorCode> = {
   FST_ERR_BAD_URL: "VALIDATION_FAILED",
   FST_ERR_ASYNC_CONSTRAINT: "VALIDATION_FAILED",
   FST_ERR_INVALID_URL: "VALIDATION_FAILED",
+  FST_ERR_BAD_URL_PARAM: "VALIDATION_FAILED",
 };
 
 function toApiError(err: FastifyError | Error): ApiError | null {
@@ -74,6 +75,13 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, err: Api
   };
   if (err.headers) reply.headers(err.headers);
   return reply.status(err.status).type("application/json").send(body);
+}
+
+/** Errors the router raises before a route runs (bad URL encoding, over-long parameters). */
+export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const apiError = toApiError(err) ?? new ApiError("INTERNAL", "Internal error");
+  if (apiError.status >= 500) request.log.error({ err }, "request failed");
+  sendError(reply, request, apiError);
 }
 
 export function registerErrorHandling(app: FastifyInstance) {

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp, type TestWorkspace } from "../support/app.ts";
-import { bearer, request } from "../support/http.ts";
+import { basic, bearer, request } from "../support/http.ts";
 import { expect204, expectError, getUser, ingest, listEvents } from "../ingest/helpers.ts";
 
 let t: TestApp;
@@ -160,5 +160,19 @@ describe("workspace isolation", () => {
     expect204(await ingest(t, "track", { userId: "dup", event: "E", messageId }, other.writeKey));
     expect((await listEvents(t, { userId: "dup" })).map((e) => e.messageId)).toEqual([messageId]);
     expect((await listEvents(t, { userId: "dup" }, other)).map((e) => e.messageId)).toEqual([messageId]);
+  });
+});
+
+describe("router-level errors", () => {
+  it("reads a 255-character userId and answers bad URL encoding with the envelope", async () => {
+    const userId = "u".repeat(255);
+    const ingest = await request(t.url, "POST", "/api/public/apps/identify", { headers: basic(t.workspace.writeKey), body: { userId, traits: { a: 1 } } });
+    expect(ingest.status).toBe(204);
+    const res = await request(t.url, "GET", `/api/admin/users/${userId}`, { headers: bearer(t.workspace.adminKey) });
+    expect(res.status).toBe(200);
+    expect(res.body.userId).toBe(userId);
+    const bad = await request(t.url, "GET", "/api/admin/users/%ED%A0%80", { headers: bearer(t.workspace.adminKey) });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: "VALIDATION_FAILED", requestId: expect.any(String) });
   });
 });
