@@ -5,6 +5,8 @@ import swaggerUi from "@fastify/swagger-ui";
 import { buildOpenApiDocument } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 
+const logo = `<svg xmlns="http://www.w3.org/2000/svg" width="140" height="40"><text x="0" y="29" font-family="sans-serif" font-size="26" font-weight="600" fill="#fff">Tidings</text></svg>`;
+
 export const openApiRoutes: FastifyPluginAsync = async (app) => {
   const doc = buildOpenApiDocument();
   app.get("/openapi.json", { schema: { hide: true } }, async () => doc);
@@ -15,6 +17,7 @@ export const openApiRoutes: FastifyPluginAsync = async (app) => {
   await app.register(swaggerUi, {
     routePrefix: "/docs",
     theme: { title: "Tidings API reference" },
+    logo: { type: "image/svg+xml", content: logo },
     // The validator badge stays off (validatorUrl unset): the page calls no outside service.
     uiConfig: { deepLinking: true, docExpansion: "list", defaultModelsExpandDepth: 0 },
   });
