@@ -25,6 +25,7 @@ const EnvSchema = z.object({
   TIDINGS_MAX_REQUEST_BYTES: z.coerce.number().int().min(1024).default(500 * 1024),
   TIDINGS_MAX_BATCH_EVENTS: z.coerce.number().int().min(1).default(2500),
   TIDINGS_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
+  TIDINGS_INGEST_COMMITS: z.coerce.number().int().min(1).max(32).default(1),
 });
 
 export interface Config {
@@ -41,6 +42,8 @@ export interface Config {
   limits: { maxEventBytes: number; maxRequestBytes: number; maxBatchEvents: number };
   /** How long a looked-up key is trusted before it is checked against the database again. */
   keyCacheSeconds: number;
+  /** Ingestion transactions in flight at once per process (each gathers every waiting request). */
+  ingestCommits: number;
 }
 
 export class ConfigError extends Error {
@@ -79,5 +82,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBatchEvents: e.TIDINGS_MAX_BATCH_EVENTS,
     },
     keyCacheSeconds: e.TIDINGS_KEY_CACHE_SECONDS,
+    ingestCommits: e.TIDINGS_INGEST_COMMITS,
   };
 }

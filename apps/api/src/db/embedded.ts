@@ -33,6 +33,18 @@ export interface StartEmbeddedOptions {
   postgresFlags?: string[];
 }
 
+/**
+ * Loopback only, and settings for an ingestion-heavy single machine: more shared memory and WAL
+ * buffering, and rarer checkpoints (each one makes the next writes log full pages).
+ */
+const EMBEDDED_SETTINGS = [
+  "listen_addresses=127.0.0.1",
+  "shared_buffers=256MB",
+  "wal_buffers=16MB",
+  "max_wal_size=4GB",
+  "checkpoint_timeout=15min",
+];
+
 /** Initialises the cluster on first use, then starts it on a free port. */
 export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Promise<EmbeddedDatabase> {
   const databaseDir = path.join(options.dataDir, "pg");
@@ -52,7 +64,7 @@ export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Prom
     authMethod: "scram-sha-256",
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", ...(options.postgresFlags ?? [])],
+    postgresFlags: [...EMBEDDED_SETTINGS.flatMap((setting) => ["-c", setting]), ...(options.postgresFlags ?? [])],
     onLog: (m) => log(String(m).trim()),
     onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
   });

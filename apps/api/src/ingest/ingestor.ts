@@ -71,20 +71,26 @@ export class Ingestor {
       }
       this.queuedEvents -= count;
       this.inFlight++;
-      void this.commitGroup(group).finally(() => {
+      void this.commitGroup(group).then((settle) => {
         this.inFlight--;
+        // Send the next transaction before writing this group's responses, so PostgreSQL
+        // works while we talk HTTP.
         this.pump();
+        settle();
         if (this.inFlight === 0 && this.queue.length === 0) for (const done of this.idle.splice(0)) done();
       });
     }
   }
 
-  private async commitGroup(group: Pending[]) {
+  /** Commits the group; returns what settles its requests (never rejects). */
+  private async commitGroup(group: Pending[]): Promise<() => void> {
     try {
       await this.commit(group);
-      for (const p of group) p.resolve();
+      return () => {
+        for (const p of group) p.resolve();
+      };
     } catch (err) {
-      if (group.length === 1) return group[0]!.reject(err);
+      if (group.length === 1) return () => group[0]!.reject(err);
       // One request must not fail its neighbours: commit each on its own.
       for (const p of group) {
         try {
@@ -94,6 +100,7 @@ export class Ingestor {
           p.reject(e);
         }
       }
+      return () => {};
     }
   }
 
