@@ -5,8 +5,7 @@ export default defineConfig([
     entry: ["src/index.ts"],
     format: ["esm", "cjs"],
     dts: true,
-    clean: true,
-    sourcemap: true,
+      sourcemap: true,
     target: "node20",
   },
   {
