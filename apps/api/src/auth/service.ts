@@ -1,9 +1,9 @@
 // Workspaces and their keys.
 import type { ApiKeyKind, ApiKeyResource, CreatedApiKeyResponse, CreateWorkspaceResponse } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import { Prisma } from "../generated/prisma/client.ts";
 import { ApiError, notFound } from "../http/errors.ts";
 import { newKeyRow, toApiKeyResource } from "./keys.ts";
+import { isUniqueViolation } from "../db/errors.ts";
 
 export async function createWorkspace(prisma: PrismaClient, name: string): Promise<CreateWorkspaceResponse> {
   const write = newKeyRow("", "Write", "default");
@@ -18,7 +18,7 @@ export async function createWorkspace(prisma: PrismaClient, name: string): Promi
       adminApiKey: admin.key,
     };
   } catch (err) {
-    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
+    if (isUniqueViolation(err)) {
       throw new ApiError("CONFLICT", `A workspace named ${JSON.stringify(name)} already exists`);
     }
     throw err;

@@ -15,6 +15,7 @@ import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { compileDraft } from "./compile.ts";
 import { assertStatusChange, isUuid, type ReferenceReader, referenceIssues } from "./validate.ts";
+import { isUniqueViolation } from "../db/errors.ts";
 
 type Path = (string | number)[];
 
@@ -68,7 +69,6 @@ async function definitionChange(prisma: PrismaClient, workspaceId: string, body:
   return { kind: "set", definition };
 }
 
-const isUniqueViolation = (err: unknown) => err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002";
 const nameTaken = (name: string) => new ApiError("CONFLICT", `A journey named ${JSON.stringify(name)} already exists in this workspace`);
 
 /** 400 unless the journey about to be stored as Running has a definition that is still valid. */

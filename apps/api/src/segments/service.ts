@@ -13,6 +13,7 @@ import { Prisma, type Segment } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { assertNotUsedByRunningJourney } from "../journeys/usage.ts";
+import { isRecordNotFound, isUniqueViolation } from "../db/errors.ts";
 
 /** The stored definition; rows written without one (by other code paths) read as manual. */
 export const definitionOf = (row: Segment): SegmentDefinition =>
@@ -61,7 +62,6 @@ async function checkSubscriptionGroups(prisma: PrismaClient, workspaceId: string
   if (issues.length > 0) throw badRequest("Unknown subscription group", issues);
 }
 
-const isUniqueViolation = (err: unknown) => err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002";
 const nameTaken = (name: string) => new ApiError("CONFLICT", `A segment named ${JSON.stringify(name)} already exists in this workspace`);
 
 /**
@@ -121,7 +121,7 @@ export async function upsertSegment(
     return toSegmentResource(row);
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(body.name);
-    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2025") throw notFound(`Segment ${existing.id}`);
+    if (isRecordNotFound(err)) throw notFound(`Segment ${existing.id}`);
     throw err;
   }
 }

@@ -5,6 +5,7 @@ import { Prisma, type SubscriptionGroup } from "../generated/prisma/client.ts";
 import { ApiError, notFound } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { assertNotUsedByRunningJourney } from "../journeys/usage.ts";
+import { isRecordNotFound, isUniqueViolation } from "../db/errors.ts";
 
 export function toSubscriptionGroupResource(row: SubscriptionGroup): SubscriptionGroupResource {
   return {
@@ -24,7 +25,6 @@ export async function findSubscriptionGroup(prisma: PrismaClient, workspaceId: s
   return row;
 }
 
-const isUniqueViolation = (err: unknown) => err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002";
 const nameTaken = (name: string) =>
   new ApiError("CONFLICT", `A subscription group named ${JSON.stringify(name)} already exists in this workspace`);
 
@@ -66,7 +66,7 @@ export async function upsertSubscriptionGroup(
     return toSubscriptionGroupResource(row);
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(body.name);
-    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2025") throw notFound(`Subscription group ${existing.id}`);
+    if (isRecordNotFound(err)) throw notFound(`Subscription group ${existing.id}`);
     throw err;
   }
 }

@@ -14,6 +14,7 @@ import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { assertNotUsedByRunningJourney } from "../journeys/usage.ts";
 import { liquidSyntaxIssues } from "./liquid.ts";
+import { isUniqueViolation } from "../db/errors.ts";
 
 export function toTemplateResource(row: MessageTemplate): MessageTemplateResource {
   const definition = row.definition as MessageTemplateDefinition | null;
@@ -55,7 +56,7 @@ export async function upsertTemplate(
       : await prisma.messageTemplate.upsert({ where: { workspaceId_name: { workspaceId, name: body.name } }, create, update });
     return toTemplateResource(row);
   } catch (err) {
-    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
+    if (isUniqueViolation(err)) {
       throw new ApiError("CONFLICT", `Another template of the workspace is named ${JSON.stringify(body.name)}`);
     }
     throw err;

@@ -18,6 +18,7 @@ import { ApiError, badRequest, notFound, zodIssues } from "../../http/errors.ts"
 import { decodeCursor, page } from "../../http/pagination.ts";
 import type { SecretBox } from "../secrets.ts";
 import { maskedConfig, mergeSecrets, plainConfig, type Secrets } from "./config.ts";
+import { isUniqueViolation } from "../../db/errors.ts";
 
 const secretsContext = (workspaceId: string, id: string) => `channel_providers/${workspaceId}/${id}`;
 
@@ -75,7 +76,7 @@ export async function upsertProvider(
       : await prisma.channelProvider.create({ data: { workspaceId, id, ...data } });
     return toProviderResource(box, row);
   } catch (err) {
-    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
+    if (isUniqueViolation(err)) {
       throw new ApiError("CONFLICT", `The workspace already has a ${body.channel} provider; update it (by its id or channel) instead`);
     }
     throw err;
