@@ -8,7 +8,6 @@ import {
   insertGroup,
   insertSegment,
   insertTemplate,
-  issuePaths,
   labelNode,
   putJourney,
   simpleDefinition,
