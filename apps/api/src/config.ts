@@ -24,6 +24,7 @@ const EnvSchema = z.object({
   TIDINGS_MAX_EVENT_BYTES: z.coerce.number().int().min(1024).default(32 * 1024),
   TIDINGS_MAX_REQUEST_BYTES: z.coerce.number().int().min(1024).default(500 * 1024),
   TIDINGS_MAX_BATCH_EVENTS: z.coerce.number().int().min(1).default(2500),
+  TIDINGS_INGEST_RATE_LIMIT: z.coerce.number().int().min(0).default(0),
   TIDINGS_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
   TIDINGS_INGEST_COMMITS: z.coerce.number().int().min(1).max(32).default(1),
 });
@@ -39,7 +40,8 @@ export interface Config {
   role: "all" | "api" | "worker";
   migrateOnStart: boolean;
   dbPoolSize: number;
-  limits: { maxEventBytes: number; maxRequestBytes: number; maxBatchEvents: number };
+  /** Ingestion limits; `requestsPerSecond` is per workspace and process, 0 = unlimited. */
+  limits: { maxEventBytes: number; maxRequestBytes: number; maxBatchEvents: number; requestsPerSecond: number };
   /** How long a looked-up key is trusted before it is checked against the database again. */
   keyCacheSeconds: number;
   /** Ingestion transactions in flight at once per process (each gathers every waiting request). */
@@ -80,6 +82,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxEventBytes: e.TIDINGS_MAX_EVENT_BYTES,
       maxRequestBytes: e.TIDINGS_MAX_REQUEST_BYTES,
       maxBatchEvents: e.TIDINGS_MAX_BATCH_EVENTS,
+      requestsPerSecond: e.TIDINGS_INGEST_RATE_LIMIT,
     },
     keyCacheSeconds: e.TIDINGS_KEY_CACHE_SECONDS,
     ingestCommits: e.TIDINGS_INGEST_COMMITS,

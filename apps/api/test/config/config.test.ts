@@ -7,7 +7,7 @@ describe("configuration", () => {
   it("has the documented defaults", () => {
     const c = loadConfig({});
     expect(c).toMatchObject({ port: 3000, host: "127.0.0.1", role: "all", migrateOnStart: true, databaseUrl: undefined });
-    expect(c.limits).toEqual({ maxEventBytes: 32768, maxRequestBytes: 512000, maxBatchEvents: 2500 });
+    expect(c.limits).toEqual({ maxEventBytes: 32768, maxRequestBytes: 512000, maxBatchEvents: 2500, requestsPerSecond: 0 });
     expect(c.dataDir).toMatch(/\.tidings$/);
   });
 
