@@ -57,7 +57,9 @@ export function normalizeEvent(
   const context = batch.context || ev.context ? { ...batch.context, ...ev.context } : undefined;
   const integrations = batch.integrations || ev.integrations ? { ...batch.integrations, ...ev.integrations } : undefined;
   const messageId = ev.messageId ?? randomUUID();
-  const payload = { ...ev, type, messageId, ...(context ? { context } : {}), ...(integrations ? { integrations } : {}) };
+  // A write key sent in the body is a credential, never event data.
+  const { writeKey: _key, ...fields } = ev as BatchEvent & { writeKey?: unknown };
+  const payload = { ...fields, type, messageId, ...(context ? { context } : {}), ...(integrations ? { integrations } : {}) };
   const payloadJson = JSON.stringify(payload);
   if (Buffer.byteLength(payloadJson) > maxEventBytes) {
     throw new ApiError("PAYLOAD_TOO_LARGE", `An event exceeds ${maxEventBytes} bytes`, [

@@ -19,8 +19,7 @@ export function parseSingle(kind: EventType, body: unknown, limits: Limits, rece
   }
   const parsed = singleEventBodies[kind].safeParse(obj);
   if (!parsed.success) throw badRequest(`Invalid ${kind} event`, zodIssues(parsed.error));
-  const { writeKey: _k, ...event } = parsed.data as BatchEvent & { writeKey?: unknown };
-  return normalizeEvent(event as BatchEvent, kind, {}, receivedAt, limits.maxEventBytes, "(body)");
+  return normalizeEvent(parsed.data as BatchEvent, kind, {}, receivedAt, limits.maxEventBytes, "(body)");
 }
 
 /** A batch body: if any item is invalid nothing is accepted, and issues name each bad item. */

@@ -109,3 +109,16 @@ describe("refused credentials", () => {
     expectError(res, 401, "UNAUTHORIZED");
   });
 });
+
+describe("a write key inside a batch item", () => {
+  it("is not stored with the event", async () => {
+    const res = await request(t.url, "POST", "/v1/batch", {
+      headers: basic(t.workspace.writeKey),
+      body: { batch: [{ type: "track", userId: "wk-item", event: "E", messageId: "wk-item-1", writeKey: t.workspace.writeKey }] },
+    });
+    expect(res.status).toBe(204);
+    const events = await request(t.url, "GET", "/api/admin/events?userId=wk-item", { headers: bearer(t.workspace.adminKey) });
+    expect(events.body.items).toHaveLength(1);
+    expect(JSON.stringify(events.body.items[0].payload)).not.toContain(t.workspace.writeKey);
+  });
+});
