@@ -44,13 +44,16 @@ export function writeKeyGuard(keys: KeyStore) {
   return async function requireWriteKey(request: FastifyRequest, _reply: FastifyReply) {
     const auth = headerValue(request, "authorization");
     const publicKey = headerValue(request, "publicwritekey")?.trim();
-    const fromAuth = auth ? writeKeyFromAuthorization(auth) : null;
-    if (auth && !fromAuth) throw unauthorized("Unrecognised Authorization header; send the write key as `Basic <key>`");
+    const body = request.body as { writeKey?: unknown } | undefined;
+    const fromBody = body && typeof body === "object" && typeof body.writeKey === "string" ? body.writeKey : undefined;
+    let fromAuth = auth ? writeKeyFromAuthorization(auth) : null;
+    // Segment's OAuth mode sends `Bearer <access token>` with the write key in the body; we do
+    // not issue such tokens, so the body's key decides.
+    if (fromAuth && fromBody && /^bearer\s/i.test(auth!) && !looksLikeKey(fromAuth)) fromAuth = null;
+    else if (auth && !fromAuth) throw unauthorized("Unrecognised Authorization header; send the write key as `Basic <key>`");
     if (fromAuth && publicKey && fromAuth !== publicKey) {
       throw unauthorized("PublicWriteKey and Authorization name different keys");
     }
-    const body = request.body as { writeKey?: unknown } | undefined;
-    const fromBody = body && typeof body === "object" && typeof body.writeKey === "string" ? body.writeKey : undefined;
     const key = fromAuth ?? publicKey ?? fromBody;
     if (!key) throw unauthorized("A write key is required (Authorization: Basic <key>, PublicWriteKey or writeKey)");
     const principal = await keys.lookup(key, "Write");

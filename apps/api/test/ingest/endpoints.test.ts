@@ -122,3 +122,18 @@ describe("a write key inside a batch item", () => {
     expect(JSON.stringify(events.body.items[0].payload)).not.toContain(t.workspace.writeKey);
   });
 });
+
+describe("Segment's OAuth mode", () => {
+  it("takes the body's writeKey when the Bearer token is not a Tidings key", async () => {
+    const ok = await request(t.url, "POST", "/v1/track", {
+      headers: { authorization: "Bearer eyJhbGciOiJSUzI1NiJ9.oauth-access-token" },
+      body: { userId: "oauth-user", event: "E", writeKey: t.workspace.writeKey },
+    });
+    expect(ok.status).toBe(204);
+    const noBodyKey = await request(t.url, "POST", "/v1/track", {
+      headers: { authorization: "Bearer eyJhbGciOiJSUzI1NiJ9.oauth-access-token" },
+      body: { userId: "oauth-user", event: "E" },
+    });
+    expect(noBodyKey.status).toBe(401);
+  });
+});
