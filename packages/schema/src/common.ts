@@ -27,3 +27,27 @@ export type ListQuery = z.infer<typeof ListQuery>;
 
 export const JsonObject = z.record(z.string(), z.unknown());
 export type JsonObject = z.infer<typeof JsonObject>;
+
+/** A field the server manages (`createdAt`, `updatedAt`, …): accepted in requests and ignored. */
+export const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
+
+/** `?workspaceId=` of single-resource routes. */
+export const WorkspaceQuery = z.object({
+  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+});
+
+/** `/:id` of a resource. */
+export const idParams = (what: string) => z.object({ id: z.uuid().describe(`${what} id.`) });
+
+/** User ids sent in bulk (members, assignments). */
+export const UserIdList = z.array(z.string().min(1).max(255)).max(1000);
+
+/** A page of a list route: `items`, the same array under the resource's name, and `nextCursor`. */
+export function listResponse<K extends string, T extends z.ZodType>(key: K, item: T) {
+  const named = { [key]: z.array(item).describe("Same as `items`.") } as { [P in K]: z.ZodArray<T> };
+  return z.object({
+    items: z.array(item),
+    ...named,
+    nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
+  });
+}

@@ -3,10 +3,8 @@
 // CLI reject the same definitions with the same issue paths; references to other resources are
 // checked by the server.
 import { z } from "./zod.js";
-import { Cursor, EpochMillis, ListQuery, WorkspaceId } from "./common.js";
+import { EpochMillis, idParams, ListQuery, listResponse, ServerManaged, WorkspaceId, WorkspaceQuery } from "./common.js";
 import { Channel } from "./subscription-groups.js";
-
-const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
 
 /** The id every exit reference names. */
 export const EXIT_NODE_ID = "ExitNode";
@@ -392,17 +390,11 @@ export const UpsertJourneyRequestBody = z
   .describe("Creates or updates a journey.");
 export type UpsertJourneyRequestBody = z.infer<typeof UpsertJourneyRequestBody>;
 
-export const JourneyParams = z.object({ id: z.uuid().describe("Journey id.") });
-export const JourneyQuery = z.object({
-  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
-});
+export const JourneyParams = idParams("Journey");
+export const JourneyQuery = WorkspaceQuery;
 
 export const JourneyListQuery = ListQuery;
 export type JourneyListQuery = z.infer<typeof JourneyListQuery>;
 
-export const JourneyListResponse = z.object({
-  items: z.array(JourneyResource),
-  journeys: z.array(JourneyResource).describe("Same as `items`."),
-  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
-});
+export const JourneyListResponse = listResponse("journeys", JourneyResource);
 export type JourneyListResponse = z.infer<typeof JourneyListResponse>;

@@ -1,7 +1,7 @@
 // Channel providers: which service delivers a workspace's messages on each channel, with its
 // settings. Secret settings are write-only: stored encrypted, returned masked.
 import { z } from "./zod.js";
-import { Cursor, EpochMillis, ListQuery, WorkspaceId } from "./common.js";
+import { EpochMillis, idParams, ListQuery, listResponse, ServerManaged, WorkspaceId, WorkspaceQuery } from "./common.js";
 import { Channel } from "./subscription-groups.js";
 
 export const ProviderType = z
@@ -101,7 +101,6 @@ export const providerConfigSchemas = {
 } satisfies Record<ProviderType, z.ZodType>;
 export type ProviderConfig = { [T in ProviderType]: z.infer<(typeof providerConfigSchemas)[T]> };
 
-const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
 const upsertBase = {
   id: z
     .uuid()
@@ -174,17 +173,11 @@ export const ChannelProviderResource = z
   .openapi("ChannelProvider");
 export type ChannelProviderResource = z.infer<typeof ChannelProviderResource>;
 
-export const ChannelProviderParams = z.object({ id: z.uuid().describe("Provider id.") });
-export const ChannelProviderQuery = z.object({
-  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
-});
+export const ChannelProviderParams = idParams("Provider");
+export const ChannelProviderQuery = WorkspaceQuery;
 
 export const ChannelProviderListQuery = ListQuery;
 export type ChannelProviderListQuery = z.infer<typeof ChannelProviderListQuery>;
 
-export const ChannelProviderListResponse = z.object({
-  items: z.array(ChannelProviderResource),
-  providers: z.array(ChannelProviderResource).describe("Same as `items`."),
-  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
-});
+export const ChannelProviderListResponse = listResponse("providers", ChannelProviderResource);
 export type ChannelProviderListResponse = z.infer<typeof ChannelProviderListResponse>;

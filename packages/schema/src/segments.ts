@@ -2,9 +2,7 @@
 // The structural checks live here, in the schema, so the server, the SDK and the CLI reject the
 // same definitions with the same issue paths.
 import { z } from "./zod.js";
-import { Cursor, EpochMillis, ListQuery, WorkspaceId } from "./common.js";
-
-const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
+import { EpochMillis, idParams, ListQuery, listResponse, ServerManaged, UserIdList, WorkspaceId, WorkspaceQuery } from "./common.js";
 
 // --- Operators -------------------------------------------------------------------------------
 
@@ -290,28 +288,20 @@ export const UpsertSegmentRequestBody = z
   .describe("Creates or updates a segment.");
 export type UpsertSegmentRequestBody = z.infer<typeof UpsertSegmentRequestBody>;
 
-export const SegmentParams = z.object({ id: z.uuid().describe("Segment id.") });
-export const SegmentQuery = z.object({
-  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
-});
+export const SegmentParams = idParams("Segment");
+export const SegmentQuery = WorkspaceQuery;
 
 export const SegmentListQuery = ListQuery;
 export type SegmentListQuery = z.infer<typeof SegmentListQuery>;
 
-export const SegmentListResponse = z.object({
-  items: z.array(SegmentResource),
-  segments: z.array(SegmentResource).describe("Same as `items`."),
-  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
-});
+export const SegmentListResponse = listResponse("segments", SegmentResource);
 export type SegmentListResponse = z.infer<typeof SegmentListResponse>;
-
-const UserIds = z.array(z.string().min(1).max(255)).max(1000);
 
 export const SegmentMembersRequestBody = z
   .object({
     workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
-    add: UserIds.optional().describe("User ids (or linked anonymousIds) to add; at most 1000."),
-    remove: UserIds.optional().describe("User ids (or linked anonymousIds) to remove; at most 1000."),
+    add: UserIdList.optional().describe("User ids (or linked anonymousIds) to add; at most 1000."),
+    remove: UserIdList.optional().describe("User ids (or linked anonymousIds) to remove; at most 1000."),
   })
   .describe("Changes the hand-set members of a segment whose definition has a Manual node.");
 export type SegmentMembersRequestBody = z.infer<typeof SegmentMembersRequestBody>;
@@ -332,9 +322,5 @@ export type SegmentUser = z.infer<typeof SegmentUser>;
 export const SegmentUsersQuery = ListQuery;
 export type SegmentUsersQuery = z.infer<typeof SegmentUsersQuery>;
 
-export const SegmentUsersResponse = z.object({
-  items: z.array(SegmentUser),
-  users: z.array(SegmentUser).describe("Same as `items`."),
-  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
-});
+export const SegmentUsersResponse = listResponse("users", SegmentUser);
 export type SegmentUsersResponse = z.infer<typeof SegmentUsersResponse>;

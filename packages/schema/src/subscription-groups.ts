@@ -1,7 +1,7 @@
 // Subscription groups: per-channel lists users opt into (OptIn) or out of (OptOut), and the
 // users' explicit choices (assignments).
 import { z } from "./zod.js";
-import { Cursor, EpochMillis, ListQuery, WorkspaceId } from "./common.js";
+import { EpochMillis, idParams, ListQuery, listResponse, ServerManaged, UserIdList, WorkspaceId, WorkspaceQuery } from "./common.js";
 
 export const Channel = z.enum(["Email", "Sms", "MobilePush", "Webhook"]).describe("Delivery channel.");
 export type Channel = z.infer<typeof Channel>;
@@ -24,8 +24,6 @@ export const SubscriptionGroupResource = z
   .openapi("SubscriptionGroup");
 export type SubscriptionGroupResource = z.infer<typeof SubscriptionGroupResource>;
 
-const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
-
 export const UpsertSubscriptionGroupRequestBody = z
   .object({
     id: z
@@ -42,28 +40,20 @@ export const UpsertSubscriptionGroupRequestBody = z
   .describe("Creates or updates a subscription group.");
 export type UpsertSubscriptionGroupRequestBody = z.infer<typeof UpsertSubscriptionGroupRequestBody>;
 
-export const SubscriptionGroupParams = z.object({ id: z.uuid().describe("Subscription group id.") });
-export const SubscriptionGroupQuery = z.object({
-  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
-});
+export const SubscriptionGroupParams = idParams("Subscription group");
+export const SubscriptionGroupQuery = WorkspaceQuery;
 
 export const SubscriptionGroupListQuery = ListQuery;
 export type SubscriptionGroupListQuery = z.infer<typeof SubscriptionGroupListQuery>;
 
-export const SubscriptionGroupListResponse = z.object({
-  items: z.array(SubscriptionGroupResource),
-  subscriptionGroups: z.array(SubscriptionGroupResource).describe("Same as `items`."),
-  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
-});
+export const SubscriptionGroupListResponse = listResponse("subscriptionGroups", SubscriptionGroupResource);
 export type SubscriptionGroupListResponse = z.infer<typeof SubscriptionGroupListResponse>;
-
-const UserIds = z.array(z.string().min(1).max(255)).max(1000);
 
 export const SubscriptionAssignmentsRequestBody = z
   .object({
     workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
-    subscribe: UserIds.optional().describe("User ids (or linked anonymousIds) to subscribe; at most 1000."),
-    unsubscribe: UserIds.optional().describe("User ids (or linked anonymousIds) to unsubscribe; at most 1000."),
+    subscribe: UserIdList.optional().describe("User ids (or linked anonymousIds) to subscribe; at most 1000."),
+    unsubscribe: UserIdList.optional().describe("User ids (or linked anonymousIds) to unsubscribe; at most 1000."),
   })
   .describe("Records users' explicit choices; a user may appear in only one of the lists.");
 export type SubscriptionAssignmentsRequestBody = z.infer<typeof SubscriptionAssignmentsRequestBody>;
@@ -84,9 +74,5 @@ export type SubscriptionAssignment = z.infer<typeof SubscriptionAssignment>;
 export const SubscriptionAssignmentListQuery = ListQuery;
 export type SubscriptionAssignmentListQuery = z.infer<typeof SubscriptionAssignmentListQuery>;
 
-export const SubscriptionAssignmentListResponse = z.object({
-  items: z.array(SubscriptionAssignment),
-  assignments: z.array(SubscriptionAssignment).describe("Same as `items`."),
-  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
-});
+export const SubscriptionAssignmentListResponse = listResponse("assignments", SubscriptionAssignment);
 export type SubscriptionAssignmentListResponse = z.infer<typeof SubscriptionAssignmentListResponse>;

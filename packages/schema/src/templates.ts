@@ -1,10 +1,8 @@
 // Message templates: one definition per channel (every string field is a LiquidJS template),
 // the admin wire shapes around them, and the render preview.
 import { z } from "./zod.js";
-import { Cursor, EpochMillis, JsonObject, ListQuery, WorkspaceId } from "./common.js";
+import { EpochMillis, idParams, JsonObject, ListQuery, listResponse, ServerManaged, WorkspaceId, WorkspaceQuery } from "./common.js";
 import { Channel } from "./subscription-groups.js";
-
-const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
 
 const liquid = (what: string, max = 10_000) =>
   z.string().max(max).describe(`${what} (LiquidJS template).`);
@@ -97,19 +95,13 @@ export const UpsertMessageTemplateRequestBody = z
   .describe("Creates or updates a message template.");
 export type UpsertMessageTemplateRequestBody = z.infer<typeof UpsertMessageTemplateRequestBody>;
 
-export const MessageTemplateParams = z.object({ id: z.uuid().describe("Template id.") });
-export const MessageTemplateQuery = z.object({
-  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
-});
+export const MessageTemplateParams = idParams("Template");
+export const MessageTemplateQuery = WorkspaceQuery;
 
 export const MessageTemplateListQuery = ListQuery;
 export type MessageTemplateListQuery = z.infer<typeof MessageTemplateListQuery>;
 
-export const MessageTemplateListResponse = z.object({
-  items: z.array(MessageTemplateResource),
-  templates: z.array(MessageTemplateResource).describe("Same as `items`."),
-  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
-});
+export const MessageTemplateListResponse = listResponse("templates", MessageTemplateResource);
 export type MessageTemplateListResponse = z.infer<typeof MessageTemplateListResponse>;
 
 export const RenderTemplateRequestBody = z

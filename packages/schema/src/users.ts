@@ -1,6 +1,6 @@
 // Read side of ingested data: user profiles and their events.
 import { z } from "./zod.js";
-import { Cursor, EpochMillis, JsonObject, ListQuery } from "./common.js";
+import { EpochMillis, JsonObject, ListQuery, listResponse, WorkspaceQuery } from "./common.js";
 import { EventRecord } from "./events.js";
 
 export const UserGroup = z.object({
@@ -23,9 +23,7 @@ export type UserResource = z.infer<typeof UserResource>;
 
 export const UserParams = z.object({ userId: z.string().min(1).max(255) });
 
-export const UserQuery = z.object({
-  workspaceId: z.uuid().optional().describe("Defaults to the admin key's workspace and must match it."),
-});
+export const UserQuery = WorkspaceQuery;
 
 export const EventListQuery = ListQuery.extend({
   userId: z.string().min(1).optional().describe("Only events of this user, including its linked identities."),
@@ -33,9 +31,5 @@ export const EventListQuery = ListQuery.extend({
 });
 export type EventListQuery = z.infer<typeof EventListQuery>;
 
-export const EventListResponse = z.object({
-  items: z.array(EventRecord),
-  events: z.array(EventRecord),
-  nextCursor: Cursor.nullable().describe("Pass as `cursor` for the next page; null on the last page."),
-});
+export const EventListResponse = listResponse("events", EventRecord);
 export type EventListResponse = z.infer<typeof EventListResponse>;
