@@ -18,7 +18,20 @@ export function decodeCursor<T extends ("string" | "number")[]>(
   } catch {
     // fall through to the error
   }
-  throw badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
+  throw invalidCursor();
+}
+
+export const invalidCursor = () =>
+  badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Keyset condition for lists ordered by (name, id): rows after the position the cursor names. */
+export function afterNameAndId(cursor: string) {
+  const [name, id] = decodeCursor(cursor, ["string", "string"]);
+  // Ids are UUID columns: anything else would fail in the database rather than as a 400.
+  if (!UUID_RE.test(id)) throw invalidCursor();
+  return { OR: [{ name: { gt: name } }, { name, id: { gt: id } }] };
 }
 
 /**

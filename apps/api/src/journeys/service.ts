@@ -12,9 +12,9 @@ import type {
 import type { PrismaClient } from "../db/client.ts";
 import { type Journey, Prisma } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
-import { decodeCursor, page } from "../http/pagination.ts";
+import { afterNameAndId, page } from "../http/pagination.ts";
 import { compileDraft } from "./compile.ts";
-import { assertStatusChange, isUuid, type ReferenceReader, referenceIssues } from "./validate.ts";
+import { assertStatusChange, type ReferenceReader, referenceIssues } from "./validate.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 
 type Path = (string | number)[];
@@ -168,11 +168,7 @@ export async function upsertJourney(
 /** Journeys ordered by name then id, keyset-paginated. */
 export async function listJourneys(prisma: PrismaClient, workspaceId: string, query: JourneyListQuery) {
   const where: Prisma.JourneyWhereInput = { workspaceId };
-  if (query.cursor) {
-    const [name, id] = decodeCursor(query.cursor, ["string", "string"]);
-    if (!isUuid(id)) throw badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
-    where.OR = [{ name: { gt: name } }, { name, id: { gt: id } }];
-  }
+  if (query.cursor) Object.assign(where, afterNameAndId(query.cursor));
   const rows = await prisma.journey.findMany({ where, orderBy: [{ name: "asc" }, { id: "asc" }], take: query.limit + 1 });
   const result = page(rows, query.limit, toJourneyResource, (r) => [r.name, r.id]);
   return { ...result, journeys: result.items };

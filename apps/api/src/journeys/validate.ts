@@ -11,7 +11,6 @@ export interface DefinitionIssue {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const isUuid = (s: string) => UUID.test(s);
 
 /** The tables a definition refers to; a transaction client will do. */
 export type ReferenceReader = Pick<PrismaClient, "segment" | "messageTemplate" | "subscriptionGroup">;

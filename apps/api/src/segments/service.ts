@@ -11,7 +11,7 @@ import {
 import type { PrismaClient } from "../db/client.ts";
 import { Prisma, type Segment } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
-import { decodeCursor, page } from "../http/pagination.ts";
+import { afterNameAndId, page } from "../http/pagination.ts";
 import { assertNotUsedByRunningJourney } from "../journeys/usage.ts";
 import { isRecordNotFound, isUniqueViolation } from "../db/errors.ts";
 
@@ -129,10 +129,7 @@ export async function upsertSegment(
 /** Segments ordered by name then id, keyset-paginated. */
 export async function listSegments(prisma: PrismaClient, workspaceId: string, query: SegmentListQuery) {
   const where: Prisma.SegmentWhereInput = { workspaceId };
-  if (query.cursor) {
-    const [name, id] = decodeCursor(query.cursor, ["string", "string"]);
-    where.OR = [{ name: { gt: name } }, { name, id: { gt: id } }];
-  }
+  if (query.cursor) Object.assign(where, afterNameAndId(query.cursor));
   const rows = await prisma.segment.findMany({ where, orderBy: [{ name: "asc" }, { id: "asc" }], take: query.limit + 1 });
   const result = page(rows, query.limit, toSegmentResource, (r) => [r.name, r.id]);
   return { ...result, segments: result.items };

@@ -3,7 +3,7 @@ import type { SubscriptionGroupListQuery, SubscriptionGroupResource, UpsertSubsc
 import type { PrismaClient } from "../db/client.ts";
 import { Prisma, type SubscriptionGroup } from "../generated/prisma/client.ts";
 import { ApiError, notFound } from "../http/errors.ts";
-import { decodeCursor, page } from "../http/pagination.ts";
+import { afterNameAndId, page } from "../http/pagination.ts";
 import { assertNotUsedByRunningJourney } from "../journeys/usage.ts";
 import { isRecordNotFound, isUniqueViolation } from "../db/errors.ts";
 
@@ -74,10 +74,7 @@ export async function upsertSubscriptionGroup(
 /** Groups ordered by name then id, keyset-paginated. */
 export async function listSubscriptionGroups(prisma: PrismaClient, workspaceId: string, query: SubscriptionGroupListQuery) {
   const where: Prisma.SubscriptionGroupWhereInput = { workspaceId };
-  if (query.cursor) {
-    const [name, id] = decodeCursor(query.cursor, ["string", "string"]);
-    where.OR = [{ name: { gt: name } }, { name, id: { gt: id } }];
-  }
+  if (query.cursor) Object.assign(where, afterNameAndId(query.cursor));
   const rows = await prisma.subscriptionGroup.findMany({ where, orderBy: [{ name: "asc" }, { id: "asc" }], take: query.limit + 1 });
   const result = page(rows, query.limit, toSubscriptionGroupResource, (r) => [r.name, r.id]);
   return { ...result, subscriptionGroups: result.items };

@@ -7,11 +7,10 @@ import type {
   MessageTemplateResource,
   UpsertMessageTemplateRequestBody,
 } from "@tidings/schema";
-import { z } from "zod";
 import type { PrismaClient } from "../db/client.ts";
 import { Prisma, type MessageTemplate } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
-import { decodeCursor, page } from "../http/pagination.ts";
+import { afterNameAndId, page } from "../http/pagination.ts";
 import { assertNotUsedByRunningJourney } from "../journeys/usage.ts";
 import { liquidSyntaxIssues } from "./liquid.ts";
 import { isUniqueViolation } from "../db/errors.ts";
@@ -63,19 +62,13 @@ export async function upsertTemplate(
   }
 }
 
-const Uuid = z.uuid();
-
 export async function listTemplates(
   prisma: PrismaClient,
   workspaceId: string,
   query: MessageTemplateListQuery,
 ): Promise<MessageTemplateListResponse> {
   const where: Prisma.MessageTemplateWhereInput = { workspaceId };
-  if (query.cursor) {
-    const [name, id] = decodeCursor(query.cursor, ["string", "string"]);
-    if (!Uuid.safeParse(id).success) throw badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
-    where.OR = [{ name: { gt: name } }, { name, id: { gt: id } }];
-  }
+  if (query.cursor) Object.assign(where, afterNameAndId(query.cursor));
   const rows = await prisma.messageTemplate.findMany({
     where,
     orderBy: [{ name: "asc" }, { id: "asc" }],

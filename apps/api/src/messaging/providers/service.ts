@@ -15,7 +15,7 @@ import { z } from "zod";
 import type { PrismaClient } from "../../db/client.ts";
 import { type ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound, zodIssues } from "../../http/errors.ts";
-import { decodeCursor, page } from "../../http/pagination.ts";
+import { decodeCursor, invalidCursor, page } from "../../http/pagination.ts";
 import type { SecretBox } from "../secrets.ts";
 import { maskedConfig, mergeSecrets, plainConfig, type Secrets } from "./config.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
@@ -96,7 +96,7 @@ export async function listProviders(
   const where: Prisma.ChannelProviderWhereInput = { workspaceId };
   if (query.cursor) {
     const parsed = ChannelCursor.safeParse(decodeCursor(query.cursor, ["string", "string"]));
-    if (!parsed.success) throw badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
+    if (!parsed.success) throw invalidCursor();
     const [channel, id] = parsed.data;
     const later = CHANNEL_ORDER.slice(CHANNEL_ORDER.indexOf(channel) + 1);
     where.OR = [{ channel: { in: later } }, { channel, id: { gt: id } }];
