@@ -2,7 +2,7 @@
 // inserting the events and creating/updating their profiles is a single data-modifying CTE.
 // A lone statement is its own transaction, so the commit costs one round trip instead of five.
 import type pg from "pg";
-import { EVENT_COLUMNS_SQL, eventColumns, uniqueSorted, type WorkspaceEvent } from "./store.ts";
+import { EVENT_COLUMNS_SQL, eventColumns, insertEventsFrom, mergeTraitsOnConflict, uniqueSorted, type WorkspaceEvent } from "./store.ts";
 
 /** Events that need the multi-statement path (identity links, groups). */
 export function needsTransaction({ ev }: WorkspaceEvent): boolean {
@@ -14,12 +14,7 @@ export function needsTransaction({ ev }: WorkspaceEvent): boolean {
 // (same rule as tidings_merge_traits). Profiles are written in key order against deadlocks.
 const SQL = `
 WITH input AS (SELECT * FROM ${EVENT_COLUMNS_SQL}),
-ins AS (
-  INSERT INTO events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
-  SELECT workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload FROM input
-  ON CONFLICT (workspace_id, message_id) DO NOTHING
-  RETURNING workspace_id, message_id
-),
+ins AS (${insertEventsFrom("input")}),
 fresh AS (
   SELECT i.workspace_id, COALESCE(a.profile_id, i.profile_id) AS pid, i.type, i.payload, i.event_time, i.ord
   FROM input i
@@ -46,10 +41,7 @@ profiles_in AS (
 upserted AS (
   INSERT INTO profiles (workspace_id, profile_id, traits, trait_times)
   SELECT workspace_id, pid, traits, times FROM profiles_in
-  ON CONFLICT (workspace_id, profile_id) DO UPDATE SET
-    traits = tidings_merge_traits(profiles.traits, profiles.trait_times, EXCLUDED.traits, EXCLUDED.trait_times),
-    trait_times = tidings_merge_trait_times(profiles.trait_times, EXCLUDED.trait_times),
-    updated_at = now()
+  ${mergeTraitsOnConflict("profiles", "profile_id")}
   WHERE EXCLUDED.trait_times <> '{}'::jsonb
   RETURNING 1
 )

@@ -34,15 +34,23 @@ export function eventColumns(rows: WorkspaceEvent[]): unknown[][] {
 export const EVENT_COLUMNS_SQL = `unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[])
   WITH ORDINALITY AS input(workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload, ord)`;
 
-export const INSERT_EVENTS_SQL = `INSERT INTO events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
-  SELECT workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload FROM ${EVENT_COLUMNS_SQL}
+/** Inserts the rows of `source` (shaped like EVENT_COLUMNS_SQL), skipping stored messageIds. */
+export const insertEventsFrom = (source: string) => `INSERT INTO events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
+  SELECT workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload FROM ${source}
   ON CONFLICT (workspace_id, message_id) DO NOTHING
   RETURNING workspace_id, message_id`;
+
+/** ON CONFLICT clause merging EXCLUDED's traits into `table`'s row per key, latest time wins. */
+export const mergeTraitsOnConflict = (table: "profiles" | "groups", keyColumn: "profile_id" | "group_id") => `
+  ON CONFLICT (workspace_id, ${keyColumn}) DO UPDATE SET
+    traits = tidings_merge_traits(${table}.traits, ${table}.trait_times, EXCLUDED.traits, EXCLUDED.trait_times),
+    trait_times = tidings_merge_trait_times(${table}.trait_times, EXCLUDED.trait_times),
+    updated_at = now()`;
 
 /** Inserts the events; returns those that were new (replays are left out). */
 async function insertEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promise<WorkspaceEvent[]> {
   const sorted = uniqueSorted(rows);
-  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(INSERT_EVENTS_SQL, eventColumns(sorted));
+  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(insertEventsFrom(EVENT_COLUMNS_SQL), eventColumns(sorted));
   if (inserted.length === sorted.length) return sorted;
   const fresh = new Set(inserted.map((r) => key(r.workspace_id, r.message_id)));
   return sorted.filter((r) => fresh.has(key(r.workspaceId, r.ev.messageId)));
@@ -87,11 +95,8 @@ async function linkIdentity(client: pg.PoolClient, workspaceId: string, source: 
     `WITH gone AS (DELETE FROM profiles WHERE workspace_id = $1 AND profile_id = $2 RETURNING traits, trait_times, created_at)
      INSERT INTO profiles (workspace_id, profile_id, traits, trait_times, created_at)
      SELECT $1, $3, traits, trait_times, created_at FROM gone
-     ON CONFLICT (workspace_id, profile_id) DO UPDATE SET
-       traits = tidings_merge_traits(profiles.traits, profiles.trait_times, EXCLUDED.traits, EXCLUDED.trait_times),
-       trait_times = tidings_merge_trait_times(profiles.trait_times, EXCLUDED.trait_times),
-       created_at = LEAST(profiles.created_at, EXCLUDED.created_at),
-       updated_at = now()`,
+     ${mergeTraitsOnConflict("profiles", "profile_id")},
+       created_at = LEAST(profiles.created_at, EXCLUDED.created_at)`,
     [workspaceId, source, target],
   );
   await client.query(
@@ -136,10 +141,7 @@ async function upsertProfiles(client: pg.PoolClient, events: WorkspaceEvent[], r
   await client.query(
     `INSERT INTO profiles (workspace_id, profile_id, traits, trait_times)
      SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[])
-     ON CONFLICT (workspace_id, profile_id) DO UPDATE SET
-       traits = tidings_merge_traits(profiles.traits, profiles.trait_times, EXCLUDED.traits, EXCLUDED.trait_times),
-       trait_times = tidings_merge_trait_times(profiles.trait_times, EXCLUDED.trait_times),
-       updated_at = now()
+     ${mergeTraitsOnConflict("profiles", "profile_id")}
      WHERE EXCLUDED.trait_times <> '{}'::jsonb`,
     [rows.map((p) => p.ws), rows.map((p) => p.id), rows.map((p) => JSON.stringify(p.state.traits)), rows.map((p) => JSON.stringify(p.state.times))],
   );
@@ -164,10 +166,7 @@ async function applyGroups(client: pg.PoolClient, events: WorkspaceEvent[], reso
   await client.query(
     `INSERT INTO groups (workspace_id, group_id, traits, trait_times)
      SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[])
-     ON CONFLICT (workspace_id, group_id) DO UPDATE SET
-       traits = tidings_merge_traits(groups.traits, groups.trait_times, EXCLUDED.traits, EXCLUDED.trait_times),
-       trait_times = tidings_merge_trait_times(groups.trait_times, EXCLUDED.trait_times),
-       updated_at = now()`,
+     ${mergeTraitsOnConflict("groups", "group_id")}`,
     [g.map((x) => x.ws), g.map((x) => x.id), g.map((x) => JSON.stringify(x.state.traits)), g.map((x) => JSON.stringify(x.state.times))],
   );
   const m = byKey(members).map(([, v]) => v);
