@@ -100,7 +100,7 @@ export function toApiKeyResource(row: ApiKeyRow): ApiKeyResource {
 }
 
 /** Data for a new key row, plus the plaintext key to show once. */
-export function newKeyRow(workspaceId: string, kind: ApiKeyKind, name?: string | null) {
+export function newKeyRow(kind: ApiKeyKind, name?: string | null) {
   const key = generateKey(kind);
-  return { key, data: { workspaceId, kind, name: name ?? null, hash: hashKey(key), prefix: key.slice(0, 10) } };
+  return { key, data: { kind, name: name ?? null, hash: hashKey(key), prefix: key.slice(0, 10) } };
 }

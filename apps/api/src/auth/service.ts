@@ -6,11 +6,11 @@ import { newKeyRow, toApiKeyResource } from "./keys.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 
 export async function createWorkspace(prisma: PrismaClient, name: string): Promise<CreateWorkspaceResponse> {
-  const write = newKeyRow("", "Write", "default");
-  const admin = newKeyRow("", "Admin", "default");
+  const write = newKeyRow("Write", "default");
+  const admin = newKeyRow("Admin", "default");
   try {
     const workspace = await prisma.workspace.create({
-      data: { name, keys: { create: [write.data, admin.data].map(({ workspaceId: _w, ...rest }) => rest) } },
+      data: { name, keys: { create: [write.data, admin.data] } },
     });
     return {
       workspace: { id: workspace.id, name: workspace.name, createdAt: workspace.createdAt.getTime() },
@@ -31,8 +31,8 @@ export async function createKey(
   kind: ApiKeyKind,
   name?: string,
 ): Promise<CreatedApiKeyResponse> {
-  const { key, data } = newKeyRow(workspaceId, kind, name);
-  const row = await prisma.apiKey.create({ data });
+  const { key, data } = newKeyRow(kind, name);
+  const row = await prisma.apiKey.create({ data: { workspaceId, ...data } });
   return { ...toApiKeyResource(row), key };
 }
 
