@@ -2,7 +2,8 @@
 // another workspace's provider id → 404, and its secret never reachable.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp, type TestWorkspace } from "../support/app.ts";
-import { basic, bearer, request } from "../support/http.ts";
+import { type AdminRoute, describeAdminRouteAuth } from "../support/admin-auth.ts";
+import { bearer, request } from "../support/http.ts";
 
 const PATH = "/api/admin/providers";
 const SECRET = "b-workspace-smtp-password-XYZW";
@@ -25,35 +26,14 @@ afterAll(async () => {
   await t.close();
 });
 
-type Route = { method: string; path: (id: string) => string; body?: (workspaceId: string) => unknown };
-const routes: Route[] = [
+const routes: AdminRoute[] = [
   { method: "PUT", path: () => PATH, body: (workspaceId) => ({ workspaceId, channel: "Email", type: "Log" }) },
   { method: "GET", path: () => PATH },
   { method: "GET", path: (id) => `${PATH}/${id}` },
   { method: "DELETE", path: (id) => `${PATH}/${id}` },
 ];
 
-describe.each(routes)("$method $path", (route) => {
-  const call = (headers: Record<string, string>, workspaceId: string) => {
-    const body = route.body?.(workspaceId);
-    const query = body === undefined ? `?workspaceId=${workspaceId}` : "";
-    return request(t.url, route.method, route.path(bProviderId) + query, { headers, ...(body !== undefined ? { body } : {}) });
-  };
-
-  it("answers 401 without a key and with a write key", async () => {
-    for (const headers of [{}, basic(a.writeKey), bearer(a.writeKey)]) {
-      const res = await call(headers, a.id);
-      expect(res.status).toBe(401);
-      expect(res.body.error.code).toBe("UNAUTHORIZED");
-    }
-  });
-
-  it("answers 403 when the workspaceId names another workspace", async () => {
-    const res = await call(bearer(a.adminKey), b.id);
-    expect(res.status).toBe(403);
-    expect(res.body.error.code).toBe("FORBIDDEN");
-  });
-});
+describeAdminRouteAuth(routes, () => ({ t, a, b, id: bProviderId }));
 
 describe("another workspace's provider", () => {
   it("is invisible to get, delete and list", async () => {

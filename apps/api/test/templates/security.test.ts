@@ -2,7 +2,8 @@
 // another workspace's template id → 404 (and nothing of it readable or changed).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp, type TestWorkspace } from "../support/app.ts";
-import { basic, bearer, request } from "../support/http.ts";
+import { type AdminRoute, describeAdminRouteAuth } from "../support/admin-auth.ts";
+import { bearer, request } from "../support/http.ts";
 
 const PATH = "/api/admin/content/templates";
 let t: TestApp;
@@ -22,8 +23,7 @@ afterAll(async () => {
   await t.close();
 });
 
-type Route = { method: string; path: (id: string) => string; body?: (workspaceId: string) => unknown };
-const routes: Route[] = [
+const routes: AdminRoute[] = [
   { method: "PUT", path: () => PATH, body: (workspaceId) => ({ workspaceId, name: "x", definition }) },
   { method: "GET", path: () => PATH },
   { method: "GET", path: (id) => `${PATH}/${id}` },
@@ -31,27 +31,7 @@ const routes: Route[] = [
   { method: "POST", path: () => `${PATH}/render`, body: (workspaceId) => ({ workspaceId, definition, user: { id: "u1" } }) },
 ];
 
-describe.each(routes)("$method $path", (route) => {
-  const call = (headers: Record<string, string>, workspaceId: string, id = bTemplateId) => {
-    const body = route.body?.(workspaceId);
-    const query = body === undefined ? `?workspaceId=${workspaceId}` : "";
-    return request(t.url, route.method, route.path(id) + query, { headers, ...(body !== undefined ? { body } : {}) });
-  };
-
-  it("answers 401 without a key and with a write key", async () => {
-    for (const headers of [{}, basic(a.writeKey), bearer(a.writeKey), bearer("tdk_admin_nonsense")]) {
-      const res = await call(headers, a.id);
-      expect(res.status).toBe(401);
-      expect(res.body.error.code).toBe("UNAUTHORIZED");
-    }
-  });
-
-  it("answers 403 when the workspaceId names another workspace", async () => {
-    const res = await call(bearer(a.adminKey), b.id);
-    expect(res.status).toBe(403);
-    expect(res.body.error.code).toBe("FORBIDDEN");
-  });
-});
+describeAdminRouteAuth(routes, () => ({ t, a, b, id: bTemplateId }));
 
 describe("another workspace's template", () => {
   it("is invisible: get and delete are 404, the list does not show it", async () => {
