@@ -2,7 +2,6 @@
 // Computed membership (Trait, Performed, …) arrives with the segment engine; until then
 // GET …/users lists only hand-set members, and a segment without a Manual node lists none.
 import {
-  type ErrorIssue,
   hasManualNode,
   type SegmentMembersRequestBody,
   type SegmentMembersResponse,
@@ -10,47 +9,10 @@ import {
 } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
-import { ApiError, badRequest } from "../http/errors.ts";
+import { ApiError } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
-import { resolveIdentity } from "../users/service.ts";
+import { resolveDisjoint } from "../users/identities.ts";
 import { definitionOf, findSegment } from "./service.ts";
-
-/**
- * Canonical profile ids of the given user ids (anonymousIds and previous ids resolve to the
- * profile they are linked to), in input order, with the index of each input.
- */
-export async function resolveUserIds(prisma: PrismaClient, workspaceId: string, ids: string[]) {
-  const resolved: { profileId: string; index: number }[] = [];
-  // Bounded concurrency: the pool is shared with every other request.
-  for (let start = 0; start < ids.length; start += 8) {
-    const chunk = ids.slice(start, start + 8);
-    const results = await Promise.all(chunk.map((id) => resolveIdentity(prisma, workspaceId, id)));
-    results.forEach((r, i) => resolved.push({ profileId: r.profileId, index: start + i }));
-  }
-  return resolved;
-}
-
-/**
- * Resolves two lists of user ids that must not name the same user (after alias resolution);
- * 400 naming the item of the second list that repeats one of the first.
- */
-export async function resolveDisjoint(
-  prisma: PrismaClient,
-  workspaceId: string,
-  first: { field: string; ids: string[] },
-  second: { field: string; ids: string[] },
-): Promise<[string[], string[]]> {
-  const [a, b] = await Promise.all([
-    resolveUserIds(prisma, workspaceId, first.ids),
-    resolveUserIds(prisma, workspaceId, second.ids),
-  ]);
-  const inFirst = new Set(a.map((r) => r.profileId));
-  const issues: ErrorIssue[] = b
-    .filter((r) => inFirst.has(r.profileId))
-    .map((r) => ({ path: `${second.field}.${r.index}`, message: `user ${JSON.stringify(r.profileId)} is also in ${first.field}` }));
-  if (issues.length > 0) throw badRequest(`A user cannot be in both ${first.field} and ${second.field}`, issues);
-  return [[...inFirst], [...new Set(b.map((r) => r.profileId))]];
-}
 
 export async function changeMembers(
   prisma: PrismaClient,

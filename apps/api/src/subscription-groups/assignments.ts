@@ -8,7 +8,7 @@ import type {
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
-import { resolveDisjoint } from "../segments/members.ts";
+import { resolveDisjoint } from "../users/identities.ts";
 import { findSubscriptionGroup } from "./service.ts";
 
 export async function assignSubscriptions(

@@ -4,6 +4,7 @@ import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { badRequest, notFound } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
+import { canonicalIds } from "./identities.ts";
 import { MAX_TIME, MIN_TIME } from "../ingest/normalize.ts";
 
 type EventRow = {
@@ -32,8 +33,7 @@ export function toEventRecord(row: EventRow): EventRecord {
 
 /** The canonical profile id of any id of a user, and every id that belongs to it. */
 export async function resolveIdentity(prisma: PrismaClient, workspaceId: string, id: string) {
-  const alias = await prisma.profileAlias.findUnique({ where: { workspaceId_aliasId: { workspaceId, aliasId: id } } });
-  const profileId = alias?.profileId ?? id;
+  const [profileId = id] = await canonicalIds(prisma, workspaceId, [id]);
   const linked = await prisma.profileAlias.findMany({ where: { workspaceId, profileId }, orderBy: { createdAt: "asc" } });
   return { profileId, identities: linked.map((a) => a.aliasId) };
 }
