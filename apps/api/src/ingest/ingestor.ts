@@ -109,34 +109,33 @@ export class Ingestor {
     const started = performance.now();
     const rows: WorkspaceEvent[] = [];
     for (const p of group) for (const ev of p.events) rows.push({ workspaceId: p.workspaceId, ev });
-    const oneStatement = !rows.some(needsTransaction);
+    const store = rows.some(needsTransaction) ? () => this.inTransaction(rows) : () => storeEventsInOneStatement(this.pool, rows);
     for (let attempt = 1; ; attempt++) {
-      if (oneStatement) {
-        try {
-          const stored = await storeEventsInOneStatement(this.pool, rows);
-          this.options.onCommit?.(rows.length, stored, performance.now() - started);
-          return;
-        } catch (err) {
-          const code = (err as { code?: string }).code;
-          if (attempt < 3 && code && RETRYABLE.has(code)) continue;
-          throw err;
-        }
-      }
-      const client = await this.pool.connect();
       try {
-        await client.query("BEGIN");
-        const stored = await storeEvents(client, rows);
-        await client.query("COMMIT");
-        client.release();
+        const stored = await store();
         this.options.onCommit?.(rows.length, stored, performance.now() - started);
         return;
       } catch (err) {
-        await client.query("ROLLBACK").catch(() => {});
-        client.release();
         const code = (err as { code?: string }).code;
         if (attempt < 3 && code && RETRYABLE.has(code)) continue;
         throw err;
       }
+    }
+  }
+
+  /** Identity links and groups need several statements: one explicit transaction. */
+  private async inTransaction(rows: WorkspaceEvent[]): Promise<number> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const stored = await storeEvents(client, rows);
+      await client.query("COMMIT");
+      return stored;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw err;
+    } finally {
+      client.release();
     }
   }
 }
