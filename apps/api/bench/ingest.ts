@@ -8,13 +8,14 @@
 // from `wrk -t1` when it is installed (apt-get install wrk; much lighter than a JS generator),
 // else from autocannon; batch load from autocannon with pre-built bodies. Load generator, server
 // and PostgreSQL share the machine's cores, so compare the ratios, not absolutes.
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import autocannon from "autocannon";
 import pg from "pg";
 import { startEmbeddedPostgres, freePort } from "../src/db/embedded.ts";
@@ -22,6 +23,8 @@ import { migrate } from "../src/db/migrate.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+/** Identify load sent to each server before it is measured (JIT, caches, first profile rows). */
+const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 15);
 const BATCH = 100;
 
 function waitForLine(child: ChildProcess, re: RegExp): Promise<string> {
@@ -110,7 +113,7 @@ const IDENTIFY_CONNECTIONS = 64;
 const hasWrk = spawnSync("wrk", ["--version"]).error === undefined;
 
 /** Single identify requests with unique messageIds: requests/s and p99 latency (ms). */
-async function identifyLoad(url: string, headers: Record<string, string>, dir: string): Promise<{ rps: number; p99: number; errors: number }> {
+async function identifyLoad(url: string, headers: Record<string, string>, dir: string, seconds = DURATION): Promise<{ rps: number; p99: number; errors: number }> {
   if (hasWrk) {
     const script = path.join(dir, "identify.lua");
     writeFileSync(
@@ -126,19 +129,23 @@ async function identifyLoad(url: string, headers: Record<string, string>, dir: s
         "end",
       ].join("\n"),
     );
-    const args = ["-t1", `-c${IDENTIFY_CONNECTIONS}`, `-d${DURATION}s`, "--latency", "-s", script];
+    const args = ["-t1", `-c${IDENTIFY_CONNECTIONS}`, `-d${seconds}s`, "--latency", "-s", script];
     for (const [k, v] of Object.entries(headers)) args.push("-H", `${k}: ${v}`);
-    const out = execFileSync("wrk", [...args, `${url}/api/public/apps/identify`], { encoding: "utf8" });
+    // Asynchronously: this process must keep draining the server's and PostgreSQL's output pipes.
+    const { stdout: out } = await promisify(execFile)("wrk", [...args, `${url}/api/public/apps/identify`], { encoding: "utf8" });
     const rps = Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1]);
     const m = out.match(/99%\s+([\d.]+)(us|ms|s)/);
     const p99 = m ? Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[m[2]!]! : Number.NaN;
     const errors = Number(out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0);
     return { rps, p99, errors };
   }
+  // Unique per run, so a warm-up's messageIds are not replayed as cheap duplicates.
+  const run = randomUUID().slice(0, 8);
   let n = 0;
-  const identify = () => JSON.stringify({ userId: `u-${n % 10_000}`, messageId: `${runId}-id-${n++}`, traits: { plan: "pro", n } });
+  const identify = () => JSON.stringify({ userId: `u-${n % 10_000}`, messageId: `${runId}-id-${run}-${n++}`, traits: { plan: "pro", n } });
   const r = await load({
     url,
+    duration: seconds,
     connections: IDENTIFY_CONNECTIONS,
     requests: [{ method: "POST", path: "/api/public/apps/identify", headers, setupRequest: (req) => ({ ...req, body: identify() }) }],
   });
@@ -171,9 +178,13 @@ async function main() {
     const base = `http://127.0.0.1:${port}`;
     const auth = { authorization: `Basic ${creds.writeKey}`, "content-type": "application/json" };
 
-    // 1. Single identify requests, unique messageIds; the same load against bare Fastify.
+    // 1. Single identify requests, unique messageIds; the same load against bare Fastify. Each
+    //    server gets the same warm-up first: steady state is measured, not JIT compilation.
+    const bareHeaders = { "content-type": "application/json" };
+    if (WARMUP > 0) await identifyLoad(base, auth, dataDir, WARMUP);
     const id = await identifyLoad(base, auth, dataDir);
-    const bareId = await identifyLoad(bareUrl, { "content-type": "application/json" }, dataDir);
+    if (WARMUP > 0) await identifyLoad(bareUrl, bareHeaders, dataDir, WARMUP);
+    const bareId = await identifyLoad(bareUrl, bareHeaders, dataDir);
     // 2. Batches. Bodies are built before the clock starts so the load generator stays light.
     const bodies = Array.from({ length: Math.ceil((DURATION * 60_000) / BATCH) }, batchBody);
     let next = 0;
@@ -198,7 +209,7 @@ async function main() {
     const r = (x: number) => Math.round(x).toLocaleString("en-US");
     const batchRatio = serverEventsPerSec / bareEventsPerSec;
     const idRatio = id.rps / bareId.rps;
-    console.log("\nTidings ingestion benchmark (one embedded PostgreSQL, fsync on, %d s per run, %d cores)", DURATION, os.cpus().length);
+    console.log("\nTidings ingestion benchmark (one embedded PostgreSQL, fsync on, %d s per run after %d s identify warm-up, %d cores)", DURATION, WARMUP, os.cpus().length);
     console.log(`batch:    ${r(serverEventsPerSec)} durable events/s via /batch (${batchRun["2xx"]} × ${BATCH}-event batches acked, ${batchRun.non2xx} non-2xx, ${stored} batch rows stored)`);
     console.log(`          ${r(bareEventsPerSec)} events/s bare pg unnest-insert loop (${BATCH}-row statements, 1 connection)`);
     console.log(`          ratio ${batchRatio.toFixed(2)} (target ≥ 0.60) ${batchRatio >= 0.6 ? "PASS" : "FAIL"}`);

@@ -1,6 +1,6 @@
 // Admin and write keys: generation, hashing and lookup. Keys are random 256-bit secrets, so a
 // plain SHA-256 is a safe, fast hash; the plaintext is returned once and never stored.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { hash as digest, randomBytes, timingSafeEqual } from "node:crypto";
 import type { ApiKeyKind, ApiKeyResource } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 
@@ -12,7 +12,7 @@ export function generateKey(kind: ApiKeyKind): string {
 }
 
 export function hashKey(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
+  return digest("sha256", key, "hex");
 }
 
 export function looksLikeKey(value: string, kind?: ApiKeyKind): boolean {
@@ -21,7 +21,7 @@ export function looksLikeKey(value: string, kind?: ApiKeyKind): boolean {
 
 /** Constant-time comparison of two secrets of any length. */
 export function secretsEqual(a: string, b: string): boolean {
-  return timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
+  return timingSafeEqual(digest("sha256", a, "buffer"), digest("sha256", b, "buffer"));
 }
 
 export interface KeyPrincipal {

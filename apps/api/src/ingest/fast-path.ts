@@ -1,55 +1,67 @@
 // The common case in one statement: when a commit has no identity links and no group events,
 // inserting the events and creating/updating their profiles is a single data-modifying CTE.
 // A lone statement is its own transaction, so the commit costs one round trip instead of five.
+//
+// Profiles are folded here, before PostgreSQL says which events are new, so the statement
+// checks its own assumptions last and rolls itself back (SQLSTATE TD001) when one fails: a
+// replayed messageId (its traits must not apply twice) or an id that is an alias of another
+// profile. The caller then stores the commit on the transactional path, which handles both.
 import type pg from "pg";
-import { EVENT_COLUMNS_SQL, eventColumns, insertEventsFrom, mergeTraitsOnConflict, uniqueSorted, type WorkspaceEvent } from "./store.ts";
+import {
+  EVENT_COLUMNS_SQL,
+  eventColumns,
+  insertEventsFrom,
+  mergeTraitsOnConflict,
+  mergeUniformProfileTraitsOnConflict,
+  profileColumns,
+  profileRows,
+  uniqueSorted,
+  type WorkspaceEvent,
+} from "./store.ts";
 
 /** Events that need the multi-statement path (identity links, groups). */
 export function needsTransaction({ ev }: WorkspaceEvent): boolean {
   return ev.type === "alias" || ev.type === "group" || (ev.type === "identify" && ev.userId !== null && ev.anonymousId !== null);
 }
 
-// Only events that were really inserted (`ins`) touch profiles, so replays change nothing.
-// Traits fold per key: the latest event time wins, then the later event of the commit
-// (same rule as tidings_merge_traits). Profiles are written in key order against deadlocks.
-const SQL = `
-WITH input AS (SELECT * FROM ${EVENT_COLUMNS_SQL}),
-ins AS (${insertEventsFrom("input")}),
-fresh AS (
-  SELECT i.workspace_id, COALESCE(a.profile_id, i.profile_id) AS pid, i.type, i.payload, i.event_time, i.ord
-  FROM input i
-  JOIN ins USING (workspace_id, message_id)
-  LEFT JOIN profile_aliases a ON a.workspace_id = i.workspace_id AND a.alias_id = i.profile_id
-),
-latest AS (
-  SELECT DISTINCT ON (f.workspace_id, f.pid, t.key) f.workspace_id, f.pid, t.key, t.value,
-         (extract(epoch FROM f.event_time) * 1000)::bigint AS ms
-  FROM fresh f, jsonb_each(f.payload -> 'traits') t
-  WHERE f.type = 'identify' AND jsonb_typeof(f.payload -> 'traits') = 'object'
-  ORDER BY f.workspace_id, f.pid, t.key, f.event_time DESC, f.ord DESC
-),
-traits AS (
-  SELECT workspace_id, pid, jsonb_object_agg(key, value) AS traits, jsonb_object_agg(key, ms) AS times
-  FROM latest GROUP BY workspace_id, pid
-),
-profiles_in AS (
-  SELECT p.workspace_id, p.pid, COALESCE(t.traits, '{}'::jsonb) AS traits, COALESCE(t.times, '{}'::jsonb) AS times
-  FROM (SELECT DISTINCT workspace_id, pid FROM fresh) p
-  LEFT JOIN traits t USING (workspace_id, pid)
-  ORDER BY p.workspace_id, p.pid
-),
-upserted AS (
-  INSERT INTO profiles (workspace_id, profile_id, traits, trait_times)
-  SELECT workspace_id, pid, traits, times FROM profiles_in
-  ${mergeTraitsOnConflict("profiles", "profile_id")}
+const upsertProfiles = (where: string, onConflict: string) => `INSERT INTO profiles (workspace_id, profile_id, traits, trait_times, trait_time_max)
+  SELECT workspace_id, profile_id, traits, trait_times, trait_time_max FROM p WHERE ${where}
+  ${onConflict}
   WHERE EXCLUDED.trait_times <> '{}'::jsonb
-  RETURNING 1
-)
-SELECT (SELECT count(*) FROM ins)::int AS stored`;
+  RETURNING 1`;
 
-/** Stores events that need no transaction; returns how many were new. */
-export async function storeEventsInOneStatement(pool: pg.Pool, rows: WorkspaceEvent[]): Promise<number> {
-  // Named, so each connection parses and plans this large statement once.
-  const { rows: result } = await pool.query<{ stored: number }>({ name: "tidings-ingest-v1", text: SQL, values: eventColumns(uniqueSorted(rows)) });
-  return result[0]?.stored ?? 0;
+// $1–$10 events, $11–$15 profile rows, $16 which of those rows are uniform, $17 event count.
+const SQL = `
+WITH ins AS (${insertEventsFrom(EVENT_COLUMNS_SQL)}),
+p AS (
+  SELECT * FROM unnest($11::uuid[], $12::text[], $13::jsonb[], $14::jsonb[], $15::int8[], $16::bool[])
+    AS p(workspace_id, profile_id, traits, trait_times, trait_time_max, uniform)
+),
+uniform AS (${upsertProfiles("uniform", mergeUniformProfileTraitsOnConflict)}),
+mixed AS (${upsertProfiles("NOT uniform", mergeTraitsOnConflict("profiles", "profile_id"))})
+SELECT tidings_require(
+  (SELECT count(*) FROM ins) = $17
+    AND NOT EXISTS (SELECT 1 FROM p JOIN profile_aliases a ON a.workspace_id = p.workspace_id AND a.alias_id = p.profile_id),
+  'commit needs the transactional path'
+) AS ok`;
+
+/**
+ * Stores events that need no transaction; returns how many were new, or null, having stored
+ * nothing, when the commit needs the transactional path (`storeEvents`).
+ */
+export async function storeEventsInOneStatement(pool: pg.Pool, rows: WorkspaceEvent[]): Promise<number | null> {
+  const events = uniqueSorted(rows);
+  const profiles = profileRows(events, (_ws, id) => id);
+  try {
+    // Named, so each connection parses and plans this large statement once.
+    await pool.query({
+      name: "tidings-ingest-v2",
+      text: SQL,
+      values: [...eventColumns(events), ...profileColumns(profiles), profiles.map((p) => p.uniform), events.length],
+    });
+    return events.length;
+  } catch (err) {
+    if ((err as { code?: string }).code === "TD001") return null;
+    throw err;
+  }
 }

@@ -109,10 +109,10 @@ export class Ingestor {
     const started = performance.now();
     const rows: WorkspaceEvent[] = [];
     for (const p of group) for (const ev of p.events) rows.push({ workspaceId: p.workspaceId, ev });
-    const store = rows.some(needsTransaction) ? () => this.inTransaction(rows) : () => storeEventsInOneStatement(this.pool, rows);
+    const oneStatement = !rows.some(needsTransaction);
     for (let attempt = 1; ; attempt++) {
       try {
-        const stored = await store();
+        const stored = (oneStatement ? await storeEventsInOneStatement(this.pool, rows) : null) ?? (await this.inTransaction(rows));
         this.options.onCommit?.(rows.length, stored, performance.now() - started);
         return;
       } catch (err) {

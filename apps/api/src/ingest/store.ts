@@ -25,7 +25,8 @@ export function uniqueSorted(rows: WorkspaceEvent[]): WorkspaceEvent[] {
 export function eventColumns(rows: WorkspaceEvent[]): unknown[][] {
   const cols: unknown[][] = Array.from({ length: 10 }, () => []);
   for (const { workspaceId, ev } of rows) {
-    const values = [workspaceId, ev.messageId, ev.type, ev.profileId, ev.userId, ev.anonymousId, ev.event, ev.eventTime, ev.receivedAt, ev.payloadJson];
+    // Times as ISO text: cheaper for the driver than formatting Date objects.
+    const values = [workspaceId, ev.messageId, ev.type, ev.profileId, ev.userId, ev.anonymousId, ev.event, ev.eventTime.toISOString(), ev.receivedAt.toISOString(), ev.payloadJson];
     values.forEach((v, i) => cols[i]!.push(v));
   }
   return cols;
@@ -40,11 +41,26 @@ export const insertEventsFrom = (source: string) => `INSERT INTO events (workspa
   ON CONFLICT (workspace_id, message_id) DO NOTHING
   RETURNING workspace_id, message_id`;
 
+const mergedTraits = (table: string) => `tidings_merge_traits(${table}.traits, ${table}.trait_times, EXCLUDED.traits, EXCLUDED.trait_times)`;
+const mergedTimes = (table: string) => `tidings_merge_trait_times(${table}.trait_times, EXCLUDED.trait_times)`;
+
 /** ON CONFLICT clause merging EXCLUDED's traits into `table`'s row per key, latest time wins. */
 export const mergeTraitsOnConflict = (table: "profiles" | "groups", keyColumn: "profile_id" | "group_id") => `
   ON CONFLICT (workspace_id, ${keyColumn}) DO UPDATE SET
-    traits = tidings_merge_traits(${table}.traits, ${table}.trait_times, EXCLUDED.traits, EXCLUDED.trait_times),
-    trait_times = tidings_merge_trait_times(${table}.trait_times, EXCLUDED.trait_times),
+    traits = ${mergedTraits(table)},
+    trait_times = ${mergedTimes(table)},${table === "profiles" ? "\n    trait_time_max = GREATEST(profiles.trait_time_max, EXCLUDED.trait_time_max)," : ""}
+    updated_at = now()`;
+
+/**
+ * The same merge for profile rows whose traits all carry one time (trait_time_max), as a single
+ * identify's do: when that time is at least the profile's newest trait time, every key it
+ * carries wins, so jsonb concatenation does the merge without the per-key functions.
+ */
+export const mergeUniformProfileTraitsOnConflict = `
+  ON CONFLICT (workspace_id, profile_id) DO UPDATE SET
+    traits = CASE WHEN profiles.trait_time_max <= EXCLUDED.trait_time_max THEN profiles.traits || EXCLUDED.traits ELSE ${mergedTraits("profiles")} END,
+    trait_times = CASE WHEN profiles.trait_time_max <= EXCLUDED.trait_time_max THEN profiles.trait_times || EXCLUDED.trait_times ELSE ${mergedTimes("profiles")} END,
+    trait_time_max = GREATEST(profiles.trait_time_max, EXCLUDED.trait_time_max),
     updated_at = now()`;
 
 /** Inserts the events; returns those that were new (replays are left out). */
@@ -92,9 +108,9 @@ async function linkIdentity(client: pg.PoolClient, workspaceId: string, source: 
   if (!rowCount) return;
   await client.query(`UPDATE profile_aliases SET profile_id = $3 WHERE workspace_id = $1 AND profile_id = $2`, [workspaceId, source, target]);
   await client.query(
-    `WITH gone AS (DELETE FROM profiles WHERE workspace_id = $1 AND profile_id = $2 RETURNING traits, trait_times, created_at)
-     INSERT INTO profiles (workspace_id, profile_id, traits, trait_times, created_at)
-     SELECT $1, $3, traits, trait_times, created_at FROM gone
+    `WITH gone AS (DELETE FROM profiles WHERE workspace_id = $1 AND profile_id = $2 RETURNING traits, trait_times, trait_time_max, created_at)
+     INSERT INTO profiles (workspace_id, profile_id, traits, trait_times, trait_time_max, created_at)
+     SELECT $1, $3, traits, trait_times, trait_time_max, created_at FROM gone
      ${mergeTraitsOnConflict("profiles", "profile_id")},
        created_at = LEAST(profiles.created_at, EXCLUDED.created_at)`,
     [workspaceId, source, target],
@@ -127,8 +143,17 @@ function foldTraits(state: TraitState, traits: Record<string, unknown>, time: nu
 
 const byKey = <T>(m: Map<string, T>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 
-/** Creates profiles and merges identify traits (sorted, so concurrent commits cannot deadlock). */
-async function upsertProfiles(client: pg.PoolClient, events: WorkspaceEvent[], resolve: (ws: string, id: string) => string) {
+/** A profile as the events of one commit leave it: folded traits, their newest time, and whether all share it. */
+export interface ProfileRow {
+  ws: string;
+  id: string;
+  state: TraitState;
+  timeMax: number;
+  uniform: boolean;
+}
+
+/** One row per profile the events touch (identify traits folded), sorted so concurrent commits lock in one order. */
+export function profileRows(events: WorkspaceEvent[], resolve: (ws: string, id: string) => string): ProfileRow[] {
   const profiles = new Map<string, { ws: string; id: string; state: TraitState }>();
   for (const { workspaceId, ev } of events) {
     const id = resolve(workspaceId, ev.type === "alias" ? ev.userId! : ev.profileId);
@@ -137,13 +162,30 @@ async function upsertProfiles(client: pg.PoolClient, events: WorkspaceEvent[], r
     if (!p) profiles.set(k, (p = { ws: workspaceId, id, state: { traits: {}, times: {} } }));
     if (ev.type === "identify" && ev.traits) foldTraits(p.state, ev.traits, ev.eventTime.getTime());
   }
-  const rows = byKey(profiles).map(([, p]) => p);
+  return byKey(profiles).map(([, p]) => {
+    let min = Infinity;
+    let max = 0;
+    for (const t of Object.values(p.state.times)) {
+      min = Math.min(min, t);
+      max = Math.max(max, t);
+    }
+    return { ...p, timeMax: max, uniform: min === Infinity || min === max };
+  });
+}
+
+/** `profileRows` as the five column arrays of (workspace_id, profile_id, traits, trait_times, trait_time_max). */
+export function profileColumns(rows: ProfileRow[]): unknown[][] {
+  return [rows.map((p) => p.ws), rows.map((p) => p.id), rows.map((p) => JSON.stringify(p.state.traits)), rows.map((p) => JSON.stringify(p.state.times)), rows.map((p) => p.timeMax)];
+}
+
+/** Creates profiles and merges identify traits. */
+async function upsertProfiles(client: pg.PoolClient, events: WorkspaceEvent[], resolve: (ws: string, id: string) => string) {
   await client.query(
-    `INSERT INTO profiles (workspace_id, profile_id, traits, trait_times)
-     SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[])
+    `INSERT INTO profiles (workspace_id, profile_id, traits, trait_times, trait_time_max)
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[])
      ${mergeTraitsOnConflict("profiles", "profile_id")}
      WHERE EXCLUDED.trait_times <> '{}'::jsonb`,
-    [rows.map((p) => p.ws), rows.map((p) => p.id), rows.map((p) => JSON.stringify(p.state.traits)), rows.map((p) => JSON.stringify(p.state.times))],
+    profileColumns(profileRows(events, resolve)),
   );
 }
 

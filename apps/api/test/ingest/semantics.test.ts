@@ -133,6 +133,33 @@ describe("identify", () => {
     );
     expect((await getUser(t, user)).body.traits).toEqual({ color: "blue", size: "M" });
   });
+
+  // A profile remembers its newest trait time, so an identify at least that new is merged by plain
+  // concatenation. These fail if any merge path forgets to carry that time forward.
+  it("keeps newer values after a batch whose identifies carry different times", async () => {
+    const user = uid("mixed");
+    expect204(await ingest(t, "identify", { userId: user, timestamp: iso(T0 + 100), traits: { a: 1 } }));
+    expect204(
+      await ingest(t, "batch", {
+        batch: [
+          { type: "identify", userId: user, timestamp: iso(T0 + 50), traits: { b: 1 } },
+          { type: "identify", userId: user, timestamp: iso(T0 + 200), traits: { c: 1 } },
+        ],
+      }),
+    );
+    expect204(await ingest(t, "identify", { userId: user, timestamp: iso(T0 + 150), traits: { a: 2, c: 2 } }));
+    expect((await getUser(t, user)).body.traits).toEqual({ a: 2, b: 1, c: 1 });
+  });
+
+  it("keeps newer values brought in by an identity link", async () => {
+    const anon = uid("link-anon");
+    const user = uid("link-user");
+    expect204(await ingest(t, "identify", { anonymousId: anon, timestamp: iso(T0 + 300), traits: { x: "anon" } }));
+    expect204(await ingest(t, "identify", { userId: user, timestamp: iso(T0 + 100), traits: { y: 1 } }));
+    expect204(await ingest(t, "identify", { userId: user, anonymousId: anon, timestamp: iso(T0 + 110) }));
+    expect204(await ingest(t, "identify", { userId: user, timestamp: iso(T0 + 200), traits: { x: "user", y: 2 } }));
+    expect((await getUser(t, user)).body.traits).toEqual({ x: "anon", y: 2 });
+  });
 });
 
 describe("identity linking", () => {
