@@ -31,6 +31,9 @@ const upsertProfiles = (where: string, onConflict: string) => `INSERT INTO profi
   RETURNING 1`;
 
 // $1–$10 events, $11–$15 profile rows, $16 which of those rows are uniform, $17 event count.
+// Each profile is in exactly one of `uniform` and `mixed`. Rows are in key order within each;
+// across the two, concurrent commits of other processes may lock in different orders, and the
+// rare deadlock that follows is retried by the Ingestor (40P01).
 const SQL = `
 WITH ins AS (${insertEventsFrom(EVENT_COLUMNS_SQL)}),
 p AS (
