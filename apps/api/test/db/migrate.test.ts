@@ -63,4 +63,28 @@ describe("migrate", () => {
     await c.end();
     await expect(migrate(url)).rejects.toThrow(/99999999999999_broken failed earlier/);
   });
+
+  it("profile_trait_time_max gives existing profiles the newest of their trait times", async () => {
+    const url = await emptyDatabase();
+    const migrations = await readMigrations();
+    const at = migrations.findIndex((m) => m.name.endsWith("_profile_trait_time_max"));
+    expect(at).toBeGreaterThan(0);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    for (const m of migrations.slice(0, at)) await c.query(m.sql);
+    const ws = (await c.query(`INSERT INTO workspaces (id, name) VALUES (gen_random_uuid(), 'w') RETURNING id`)).rows[0].id;
+    await c.query(
+      `INSERT INTO profiles (workspace_id, profile_id, traits, trait_times) VALUES
+         ($1, 'with-traits', '{"a": 1, "b": 2}', '{"a": 1700000000000, "b": 1800000000123}'),
+         ($1, 'without', '{}', '{}')`,
+      [ws],
+    );
+    await c.query(migrations[at]!.sql);
+    const { rows } = await c.query(`SELECT profile_id, trait_time_max::text AS max FROM profiles ORDER BY profile_id`);
+    expect(rows).toEqual([
+      { profile_id: "with-traits", max: "1800000000123" },
+      { profile_id: "without", max: "0" },
+    ]);
+    await c.end();
+  });
 });
