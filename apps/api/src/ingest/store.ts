@@ -44,24 +44,30 @@ export const insertEventsFrom = (source: string) => `INSERT INTO events (workspa
 const mergedTraits = (table: string) => `tidings_merge_traits(${table}.traits, ${table}.trait_times, EXCLUDED.traits, EXCLUDED.trait_times)`;
 const mergedTimes = (table: string) => `tidings_merge_trait_times(${table}.trait_times, EXCLUDED.trait_times)`;
 
-/** ON CONFLICT clause merging EXCLUDED's traits into `table`'s row per key, latest time wins. */
-export const mergeTraitsOnConflict = (table: "profiles" | "groups", keyColumn: "profile_id" | "group_id") => `
+/** ON CONFLICT clause setting traits and trait_times; profiles also keep trait_time_max current. */
+const onConflictSet = (table: "profiles" | "groups", keyColumn: "profile_id" | "group_id", traits: string, times: string) => `
   ON CONFLICT (workspace_id, ${keyColumn}) DO UPDATE SET
-    traits = ${mergedTraits(table)},
-    trait_times = ${mergedTimes(table)},${table === "profiles" ? "\n    trait_time_max = GREATEST(profiles.trait_time_max, EXCLUDED.trait_time_max)," : ""}
+    traits = ${traits},
+    trait_times = ${times},${table === "profiles" ? "\n    trait_time_max = GREATEST(profiles.trait_time_max, EXCLUDED.trait_time_max)," : ""}
     updated_at = now()`;
+
+/** ON CONFLICT clause merging EXCLUDED's traits into `table`'s row per key, latest time wins. */
+export const mergeTraitsOnConflict = (table: "profiles" | "groups", keyColumn: "profile_id" | "group_id") =>
+  onConflictSet(table, keyColumn, mergedTraits(table), mergedTimes(table));
+
+const newerThanProfile = "profiles.trait_time_max <= EXCLUDED.trait_time_max";
 
 /**
  * The same merge for profile rows whose traits all carry one time (trait_time_max), as a single
  * identify's do: when that time is at least the profile's newest trait time, every key it
  * carries wins, so jsonb concatenation does the merge without the per-key functions.
  */
-export const mergeUniformProfileTraitsOnConflict = `
-  ON CONFLICT (workspace_id, profile_id) DO UPDATE SET
-    traits = CASE WHEN profiles.trait_time_max <= EXCLUDED.trait_time_max THEN profiles.traits || EXCLUDED.traits ELSE ${mergedTraits("profiles")} END,
-    trait_times = CASE WHEN profiles.trait_time_max <= EXCLUDED.trait_time_max THEN profiles.trait_times || EXCLUDED.trait_times ELSE ${mergedTimes("profiles")} END,
-    trait_time_max = GREATEST(profiles.trait_time_max, EXCLUDED.trait_time_max),
-    updated_at = now()`;
+export const mergeUniformProfileTraitsOnConflict = onConflictSet(
+  "profiles",
+  "profile_id",
+  `CASE WHEN ${newerThanProfile} THEN profiles.traits || EXCLUDED.traits ELSE ${mergedTraits("profiles")} END`,
+  `CASE WHEN ${newerThanProfile} THEN profiles.trait_times || EXCLUDED.trait_times ELSE ${mergedTimes("profiles")} END`,
+);
 
 /** Inserts the events; returns those that were new (replays are left out). */
 async function insertEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promise<WorkspaceEvent[]> {
