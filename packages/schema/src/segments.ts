@@ -46,33 +46,26 @@ export const AbsoluteTimestampOperator = z
   })
   .describe("The value, an ISO 8601 date or an epoch number (ms), lies after or before a fixed instant.");
 
+/** Operators that need no value history: every one but `HasBeen`. */
+const valueOperators = [
+  EqualsOperator,
+  NotEqualsOperator,
+  ExistsOperator,
+  NotExistsOperator,
+  GreaterThanOrEqualOperator,
+  LessThanOperator,
+  WithinOperator,
+  AbsoluteTimestampOperator,
+] as const;
+
 export const SegmentOperator = z
-  .discriminatedUnion("type", [
-    EqualsOperator,
-    NotEqualsOperator,
-    ExistsOperator,
-    NotExistsOperator,
-    GreaterThanOrEqualOperator,
-    LessThanOperator,
-    WithinOperator,
-    HasBeenOperator,
-    AbsoluteTimestampOperator,
-  ])
+  .discriminatedUnion("type", [...valueOperators, HasBeenOperator])
   .describe("Condition on a trait value; `type` selects its shape.");
 export type SegmentOperator = z.infer<typeof SegmentOperator>;
 
 /** Event properties have no value history, so `HasBeen` is not offered for them. */
 export const PropertyOperator = z
-  .discriminatedUnion("type", [
-    EqualsOperator,
-    NotEqualsOperator,
-    ExistsOperator,
-    NotExistsOperator,
-    GreaterThanOrEqualOperator,
-    LessThanOperator,
-    WithinOperator,
-    AbsoluteTimestampOperator,
-  ])
+  .discriminatedUnion("type", [...valueOperators])
   .describe("Condition on an event property; any operator but `HasBeen`.");
 export type PropertyOperator = z.infer<typeof PropertyOperator>;
 
