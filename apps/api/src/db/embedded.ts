@@ -35,7 +35,10 @@ export interface StartEmbeddedOptions {
 
 /**
  * Loopback only, and settings for an ingestion-heavy single machine: more shared memory and WAL
- * buffering, and rarer checkpoints (each one makes the next writes log full pages).
+ * buffering, rarer checkpoints (each one makes the next writes log full pages), and new WAL
+ * segments created without writing 16 MB of zeros first: that write holds up every commit
+ * waiting behind it (measured: commits of 25–150 ms every second or two under identify load).
+ * It changes no durability guarantee; every commit is still flushed to disk.
  */
 const EMBEDDED_SETTINGS = [
   "listen_addresses=127.0.0.1",
@@ -43,6 +46,7 @@ const EMBEDDED_SETTINGS = [
   "wal_buffers=16MB",
   "max_wal_size=4GB",
   "checkpoint_timeout=15min",
+  "wal_init_zero=off",
 ];
 
 /** Initialises the cluster on first use, then starts it on a free port. */

@@ -8,13 +8,14 @@
 // profile. The caller then stores the commit on the transactional path, which handles both.
 import type pg from "pg";
 import {
-  EVENT_COLUMNS_SQL,
-  eventColumns,
+  eventsFromJson,
+  eventsJson,
   insertEventsFrom,
   mergeTraitsOnConflict,
   mergeUniformProfileTraitsOnConflict,
-  profileColumns,
   profileRows,
+  profilesFromJson,
+  profilesJson,
   uniqueSorted,
   type WorkspaceEvent,
 } from "./store.ts";
@@ -30,20 +31,17 @@ const upsertProfiles = (where: string, onConflict: string) => `INSERT INTO profi
   WHERE EXCLUDED.trait_times <> '{}'::jsonb
   RETURNING 1`;
 
-// $1–$10 events, $11–$15 profile rows, $16 which of those rows are uniform, $17 event count.
+// $1 the events, $2 their profiles (JSON rows, see store.ts), $3 the event count.
 // Each profile is in exactly one of `uniform` and `mixed`. Rows are in key order within each;
 // across the two, concurrent commits of other processes may lock in different orders, and the
 // rare deadlock that follows is retried by the Ingestor (40P01).
 const SQL = `
-WITH ins AS (${insertEventsFrom(EVENT_COLUMNS_SQL)}),
-p AS (
-  SELECT * FROM unnest($11::uuid[], $12::text[], $13::jsonb[], $14::jsonb[], $15::int8[], $16::bool[])
-    AS p(workspace_id, profile_id, traits, trait_times, trait_time_max, uniform)
-),
+WITH ins AS (${insertEventsFrom(eventsFromJson("$1"))}),
+p AS (SELECT * FROM ${profilesFromJson("$2")}),
 uniform AS (${upsertProfiles("uniform", mergeUniformProfileTraitsOnConflict)}),
 mixed AS (${upsertProfiles("NOT uniform", mergeTraitsOnConflict("profiles", "profile_id"))})
 SELECT tidings_require(
-  (SELECT count(*) FROM ins) = $17
+  (SELECT count(*) FROM ins) = $3
     AND NOT EXISTS (SELECT 1 FROM p JOIN profile_aliases a ON a.workspace_id = p.workspace_id AND a.alias_id = p.profile_id),
   'commit needs the transactional path'
 ) AS ok`;
@@ -57,11 +55,7 @@ export async function storeEventsInOneStatement(pool: pg.Pool, rows: WorkspaceEv
   const profiles = profileRows(events, (_ws, id) => id);
   try {
     // Named, so each connection parses and plans this large statement once.
-    await pool.query({
-      name: "tidings-ingest-v2",
-      text: SQL,
-      values: [...eventColumns(events), ...profileColumns(profiles), profiles.map((p) => p.uniform), events.length],
-    });
+    await pool.query({ name: "tidings-ingest-v3", text: SQL, values: [eventsJson(events), profilesJson(profiles), events.length] });
     return events.length;
   } catch (err) {
     if ((err as { code?: string }).code === "TD001") return null;

@@ -21,21 +21,27 @@ export function uniqueSorted(rows: WorkspaceEvent[]): WorkspaceEvent[] {
   return [...unique.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
 }
 
-/** The events as the ten column arrays `EVENT_COLUMNS_SQL` unnests. */
-export function eventColumns(rows: WorkspaceEvent[]): unknown[][] {
-  const cols: unknown[][] = Array.from({ length: 10 }, () => []);
+const q = JSON.stringify;
+
+/**
+ * The events as one JSON array of rows for `eventsFromJson`. Payloads are JSON already and go in
+ * as they are: the driver escapes nothing (ten text arrays cost it ~6 µs per event).
+ */
+export function eventsJson(rows: WorkspaceEvent[]): string {
+  let out = "[";
   for (const { workspaceId, ev } of rows) {
-    // Times as ISO text: cheaper for the driver than formatting Date objects.
-    const values = [workspaceId, ev.messageId, ev.type, ev.profileId, ev.userId, ev.anonymousId, ev.event, ev.eventTime.toISOString(), ev.receivedAt.toISOString(), ev.payloadJson];
-    values.forEach((v, i) => cols[i]!.push(v));
+    if (out.length > 1) out += ",";
+    out += `[${q(workspaceId)},${q(ev.messageId)},${q(ev.type)},${q(ev.profileId)},${q(ev.userId)},${q(ev.anonymousId)},${q(ev.event)},"${ev.eventTime.toISOString()}","${ev.receivedAt.toISOString()}",${ev.payloadJson}]`;
   }
-  return cols;
+  return `${out}]`;
 }
 
-export const EVENT_COLUMNS_SQL = `unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[])
-  WITH ORDINALITY AS input(workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload, ord)`;
+/** The rows of `eventsJson(…)` passed as `param`, as a table `input` with the events' columns. */
+export const eventsFromJson = (param: string) => `(SELECT (r->>0)::uuid AS workspace_id, r->>1 AS message_id, r->>2 AS type, r->>3 AS profile_id,
+    r->>4 AS user_id, r->>5 AS anonymous_id, r->>6 AS event, (r->>7)::timestamptz AS event_time, (r->>8)::timestamptz AS received_at, r->9 AS payload
+  FROM jsonb_array_elements(${param}::jsonb) AS x(r)) AS input`;
 
-/** Inserts the rows of `source` (shaped like EVENT_COLUMNS_SQL), skipping stored messageIds. */
+/** Inserts the rows of `source` (shaped like `eventsFromJson`), skipping stored messageIds. */
 export const insertEventsFrom = (source: string) => `INSERT INTO events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
   SELECT workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload FROM ${source}
   ON CONFLICT (workspace_id, message_id) DO NOTHING
@@ -72,7 +78,7 @@ export const mergeUniformProfileTraitsOnConflict = onConflictSet(
 /** Inserts the events; returns those that were new (replays are left out). */
 async function insertEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promise<WorkspaceEvent[]> {
   const sorted = uniqueSorted(rows);
-  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(insertEventsFrom(EVENT_COLUMNS_SQL), eventColumns(sorted));
+  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(insertEventsFrom(eventsFromJson("$1")), [eventsJson(sorted)]);
   if (inserted.length === sorted.length) return sorted;
   const fresh = new Set(inserted.map((r) => key(r.workspace_id, r.message_id)));
   return sorted.filter((r) => fresh.has(key(r.workspaceId, r.ev.messageId)));
@@ -131,91 +137,139 @@ async function linkIdentity(client: pg.PoolClient, workspaceId: string, source: 
   aliases.set(key(workspaceId, source), target);
 }
 
-interface TraitState {
-  traits: Record<string, unknown>;
-  times: Record<string, number>;
-}
+/**
+ * Traits folded per key, a later or equal event time winning (the rule of tidings_merge_traits).
+ * While every key carries one time, as a single identify's traits do, no per-key times are kept,
+ * and the first event's traits object is used as it is until a second one must be merged in.
+ */
+export class TraitFold {
+  private traits: Record<string, unknown> = {};
+  private owned = false;
+  /** Per-key times, or null while every key carries `time`. */
+  private times: Record<string, number> | null = null;
+  private time = 0;
+  private empty = true;
 
-/** Folds traits into a state per key; a later or equal event time wins (same rule as the SQL). */
-function foldTraits(state: TraitState, traits: Record<string, unknown>, time: number) {
-  for (const [k, v] of Object.entries(traits)) {
-    const cur = state.times[k];
-    if (cur === undefined || time >= cur) {
-      state.traits[k] = v;
-      state.times[k] = time;
+  add(traits: Record<string, unknown>, time: number) {
+    let hasKeys = false;
+    for (const _ in traits) {
+      hasKeys = true;
+      break;
     }
+    if (!hasKeys) return;
+    if (this.empty) {
+      this.traits = traits;
+      this.time = time;
+      this.empty = false;
+      return;
+    }
+    if (!this.owned) {
+      this.traits = { ...this.traits };
+      this.owned = true;
+    }
+    if (this.times === null && time === this.time) {
+      Object.assign(this.traits, traits);
+      return;
+    }
+    if (this.times === null) {
+      this.times = {};
+      for (const k in this.traits) this.times[k] = this.time;
+    }
+    for (const k in traits) {
+      const cur = this.times[k];
+      if (cur === undefined || time >= cur) {
+        this.traits[k] = traits[k];
+        this.times[k] = time;
+      }
+    }
+  }
+
+  /** The traits and per-key times as JSON, the newest time (0 when empty), and whether every key carries it. */
+  result(): { traits: string; times: string; timeMax: number; uniform: boolean } {
+    if (this.times === null) {
+      let times = "{";
+      for (const k in this.traits) times += `${times.length > 1 ? "," : ""}${q(k)}:${this.time}`;
+      return { traits: q(this.traits), times: `${times}}`, timeMax: this.empty ? 0 : this.time, uniform: true };
+    }
+    let min = Infinity;
+    let max = 0;
+    for (const k in this.times) {
+      min = Math.min(min, this.times[k]!);
+      max = Math.max(max, this.times[k]!);
+    }
+    return { traits: q(this.traits), times: q(this.times), timeMax: max, uniform: min === max };
   }
 }
 
 const byKey = <T>(m: Map<string, T>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 
-/** A profile as the events of one commit leave it: folded traits, their newest time, and whether all share it. */
+/** A profile as the events of one commit leave it. */
 export interface ProfileRow {
   ws: string;
   id: string;
-  state: TraitState;
-  timeMax: number;
-  uniform: boolean;
+  fold: TraitFold;
 }
 
 /** One row per profile the events touch (identify traits folded), sorted so concurrent commits lock in one order. */
 export function profileRows(events: WorkspaceEvent[], resolve: (ws: string, id: string) => string): ProfileRow[] {
-  const profiles = new Map<string, { ws: string; id: string; state: TraitState }>();
+  const profiles = new Map<string, ProfileRow>();
   for (const { workspaceId, ev } of events) {
     const id = resolve(workspaceId, ev.type === "alias" ? ev.userId! : ev.profileId);
     const k = key(workspaceId, id);
     let p = profiles.get(k);
-    if (!p) profiles.set(k, (p = { ws: workspaceId, id, state: { traits: {}, times: {} } }));
-    if (ev.type === "identify" && ev.traits) foldTraits(p.state, ev.traits, ev.eventTime.getTime());
+    if (!p) profiles.set(k, (p = { ws: workspaceId, id, fold: new TraitFold() }));
+    if (ev.type === "identify" && ev.traits) p.fold.add(ev.traits, ev.eventTime.getTime());
   }
-  return byKey(profiles).map(([, p]) => {
-    let min = Infinity;
-    let max = 0;
-    for (const t of Object.values(p.state.times)) {
-      min = Math.min(min, t);
-      max = Math.max(max, t);
-    }
-    return { ...p, timeMax: max, uniform: min === Infinity || min === max };
-  });
+  return byKey(profiles).map(([, p]) => p);
 }
 
-/** `profileRows` as the five column arrays of (workspace_id, profile_id, traits, trait_times, trait_time_max). */
-export function profileColumns(rows: ProfileRow[]): unknown[][] {
-  return [rows.map((p) => p.ws), rows.map((p) => p.id), rows.map((p) => JSON.stringify(p.state.traits)), rows.map((p) => JSON.stringify(p.state.times)), rows.map((p) => p.timeMax)];
+/** `profileRows` as one JSON array of rows for `profilesFromJson`. */
+export function profilesJson(rows: ProfileRow[]): string {
+  let out = "[";
+  for (const { ws, id, fold } of rows) {
+    const r = fold.result();
+    out += `${out.length > 1 ? "," : ""}[${q(ws)},${q(id)},${r.traits},${r.times},${r.timeMax},${r.uniform}]`;
+  }
+  return `${out}]`;
 }
+
+/** The rows of `profilesJson(…)` passed as `param`, as a table `p`. */
+export const profilesFromJson = (param: string) => `(SELECT (r->>0)::uuid AS workspace_id, r->>1 AS profile_id, r->2 AS traits, r->3 AS trait_times,
+    (r->>4)::int8 AS trait_time_max, (r->>5)::bool AS uniform
+  FROM jsonb_array_elements(${param}::jsonb) AS x(r)) AS p`;
 
 /** Creates profiles and merges identify traits. */
 async function upsertProfiles(client: pg.PoolClient, events: WorkspaceEvent[], resolve: (ws: string, id: string) => string) {
   await client.query(
     `INSERT INTO profiles (workspace_id, profile_id, traits, trait_times, trait_time_max)
-     SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[])
+     SELECT workspace_id, profile_id, traits, trait_times, trait_time_max FROM ${profilesFromJson("$1")}
      ${mergeTraitsOnConflict("profiles", "profile_id")}
      WHERE EXCLUDED.trait_times <> '{}'::jsonb`,
-    profileColumns(profileRows(events, resolve)),
+    [profilesJson(profileRows(events, resolve))],
   );
 }
 
 async function applyGroups(client: pg.PoolClient, events: WorkspaceEvent[], resolve: (ws: string, id: string) => string) {
-  const groups = new Map<string, { ws: string; id: string; state: TraitState }>();
+  const groups = new Map<string, { ws: string; id: string; fold: TraitFold }>();
   const members = new Map<string, { ws: string; pid: string; gid: string; at: Date }>();
   for (const { workspaceId, ev } of events) {
     if (ev.type !== "group" || ev.groupId === null) continue;
     const gk = key(workspaceId, ev.groupId);
     let g = groups.get(gk);
-    if (!g) groups.set(gk, (g = { ws: workspaceId, id: ev.groupId, state: { traits: {}, times: {} } }));
-    foldTraits(g.state, ev.traits ?? {}, ev.eventTime.getTime());
+    if (!g) groups.set(gk, (g = { ws: workspaceId, id: ev.groupId, fold: new TraitFold() }));
+    g.fold.add(ev.traits ?? {}, ev.eventTime.getTime());
     const pid = resolve(workspaceId, ev.profileId);
     const mk = `${gk}\u0000${pid}`;
     const m = members.get(mk);
     if (!m || ev.eventTime < m.at) members.set(mk, { ws: workspaceId, pid, gid: ev.groupId, at: ev.eventTime });
   }
   if (groups.size === 0) return;
-  const g = byKey(groups).map(([, v]) => v);
+  const g = byKey(groups).map(([, v]) => ({ ...v, ...v.fold.result() }));
   await client.query(
     `INSERT INTO groups (workspace_id, group_id, traits, trait_times)
      SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[])
      ${mergeTraitsOnConflict("groups", "group_id")}`,
-    [g.map((x) => x.ws), g.map((x) => x.id), g.map((x) => JSON.stringify(x.state.traits)), g.map((x) => JSON.stringify(x.state.times))],
+    [g.map((x) => x.ws), g.map((x) => x.id), g.map((x) => x.traits), g.map((x) => x.times)],
   );
   const m = byKey(members).map(([, v]) => v);
   await client.query(
