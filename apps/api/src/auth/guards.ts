@@ -40,25 +40,44 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** The write key a public request names (header forms, PublicWriteKey, or `writeKey` in the body). */
+function writeKeyOf(request: FastifyRequest): string {
+  const auth = headerValue(request, "authorization");
+  const publicKey = headerValue(request, "publicwritekey")?.trim();
+  const body = request.body as { writeKey?: unknown } | undefined;
+  const fromBody = body && typeof body === "object" && typeof body.writeKey === "string" ? body.writeKey : undefined;
+  let fromAuth = auth ? writeKeyFromAuthorization(auth) : null;
+  // Segment's OAuth mode sends `Bearer <access token>` with the write key in the body; we do
+  // not issue such tokens, so the body's key decides.
+  if (fromAuth && fromBody && /^bearer\s/i.test(auth!) && !looksLikeKey(fromAuth)) fromAuth = null;
+  else if (auth && !fromAuth) throw unauthorized("Unrecognised Authorization header; send the write key as `Basic <key>`");
+  if (fromAuth && publicKey && fromAuth !== publicKey) {
+    throw unauthorized("PublicWriteKey and Authorization name different keys");
+  }
+  const key = fromAuth ?? publicKey ?? fromBody;
+  if (!key) throw unauthorized("A write key is required (Authorization: Basic <key>, PublicWriteKey or writeKey)");
+  return key;
+}
+
+/** Callback style: a key this process has already seen costs no promise on the ingestion hot path. */
 export function writeKeyGuard(keys: KeyStore) {
-  return async function requireWriteKey(request: FastifyRequest, _reply: FastifyReply) {
-    const auth = headerValue(request, "authorization");
-    const publicKey = headerValue(request, "publicwritekey")?.trim();
-    const body = request.body as { writeKey?: unknown } | undefined;
-    const fromBody = body && typeof body === "object" && typeof body.writeKey === "string" ? body.writeKey : undefined;
-    let fromAuth = auth ? writeKeyFromAuthorization(auth) : null;
-    // Segment's OAuth mode sends `Bearer <access token>` with the write key in the body; we do
-    // not issue such tokens, so the body's key decides.
-    if (fromAuth && fromBody && /^bearer\s/i.test(auth!) && !looksLikeKey(fromAuth)) fromAuth = null;
-    else if (auth && !fromAuth) throw unauthorized("Unrecognised Authorization header; send the write key as `Basic <key>`");
-    if (fromAuth && publicKey && fromAuth !== publicKey) {
-      throw unauthorized("PublicWriteKey and Authorization name different keys");
+  return function requireWriteKey(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
+    let key: string;
+    try {
+      key = writeKeyOf(request);
+    } catch (err) {
+      return done(err as Error);
     }
-    const key = fromAuth ?? publicKey ?? fromBody;
-    if (!key) throw unauthorized("A write key is required (Authorization: Basic <key>, PublicWriteKey or writeKey)");
-    const principal = await keys.lookup(key, "Write");
-    if (!principal) throw unauthorized("Unknown or revoked write key");
-    request.principal = principal;
+    const cached = keys.cached(key, "Write");
+    if (cached) {
+      request.principal = cached;
+      return done();
+    }
+    keys.lookup(key, "Write").then((principal) => {
+      if (!principal) return done(unauthorized("Unknown or revoked write key"));
+      request.principal = principal;
+      done();
+    }, done);
   };
 }
 

@@ -40,7 +40,9 @@ const MAX_CACHE_ENTRIES = 10_000;
 /**
  * Resolves keys to principals. Found keys are trusted for `cacheSeconds` (a revoke through this
  * process takes effect at once; on other replicas within `cacheSeconds`), so the ingestion hot
- * path does not query the database per request. Unknown keys are never cached.
+ * path does not query the database per request. Unknown keys are never cached. The cache is keyed
+ * by the key itself, so a hit costs no hashing: it lives only in this process's memory, as the key
+ * does in every request that carries it; the database holds only hashes.
  */
 export class KeyStore {
   private cache = new Map<string, CacheEntry>();
@@ -49,31 +51,35 @@ export class KeyStore {
     private cacheSeconds: number,
   ) {}
 
+  /** The principal of a key found within `cacheSeconds`, without I/O; undefined when not cached. */
+  cached(key: string, kind: ApiKeyKind): KeyPrincipal | undefined {
+    const hit = this.cache.get(key);
+    return hit && hit.expiresAt > Date.now() && hit.principal.kind === kind ? hit.principal : undefined;
+  }
+
   async lookup(key: string, kind: ApiKeyKind): Promise<KeyPrincipal | null> {
+    const hit = this.cached(key, kind);
+    if (hit) return hit;
     if (!looksLikeKey(key, kind)) return null;
-    const hash = hashKey(key);
-    const now = Date.now();
-    const hit = this.cache.get(hash);
-    if (hit && hit.expiresAt > now) return hit.principal;
     const row = await this.prisma.apiKey.findUnique({
-      where: { hash },
+      where: { hash: hashKey(key) },
       select: { id: true, workspaceId: true, kind: true, revokedAt: true },
     });
     if (!row || row.revokedAt || row.kind !== kind) {
-      this.cache.delete(hash);
+      this.cache.delete(key);
       return null;
     }
     const principal = { keyId: row.id, workspaceId: row.workspaceId, kind: row.kind };
     if (this.cacheSeconds > 0) {
       if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
-      this.cache.set(hash, { principal, expiresAt: now + this.cacheSeconds * 1000 });
+      this.cache.set(key, { principal, expiresAt: Date.now() + this.cacheSeconds * 1000 });
     }
     return principal;
   }
 
   /** Forgets cached keys of a revoked key id. */
   forget(keyId: string) {
-    for (const [hash, entry] of this.cache) if (entry.principal.keyId === keyId) this.cache.delete(hash);
+    for (const [key, entry] of this.cache) if (entry.principal.keyId === keyId) this.cache.delete(key);
   }
 }
 

@@ -33,8 +33,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
-  app.addHook("onRequest", async (request, reply) => {
+  // Callback-style hooks here and in metrics.ts: no promise per request.
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    done();
   });
   registerMetrics(app, ctx.metrics);
 

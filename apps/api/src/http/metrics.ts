@@ -40,10 +40,11 @@ export function createMetrics() {
 export type Metrics = ReturnType<typeof createMetrics>;
 
 export function registerMetrics(app: FastifyInstance, metrics: Metrics) {
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
     const route = request.routeOptions.url ?? "unmatched";
     metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
     metrics.latency.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+    done();
   });
   app.get("/metrics", async (_request, reply) => {
     reply.type(metrics.registry.contentType);

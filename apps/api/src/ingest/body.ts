@@ -4,7 +4,6 @@
 import { promisify } from "node:util";
 import zlib from "node:zlib";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import sjson from "secure-json-parse";
 import { ApiError, badRequest } from "../http/errors.ts";
 
 const gunzip = promisify(zlib.gunzip);
@@ -33,23 +32,39 @@ function jsonPath(path: (string | number)[]): string {
   return path.length ? path.join(".") : "(body)";
 }
 
-/** Refuses values jsonb cannot store; iterative so hostile nesting cannot overflow the stack. */
+/**
+ * Refuses values jsonb cannot store, and drops the keys secure-json-parse would (`__proto__`, and
+ * `constructor` holding a `prototype`) so no later merge can change an object's prototype. The
+ * walk recurses at most MAX_DEPTH levels, so hostile nesting cannot overflow the stack.
+ */
 export function checkStorable(root: unknown): void {
-  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: root, path: [] }];
-  while (stack.length) {
-    const { value, path } = stack.pop()!;
-    if (typeof value === "string") {
-      checkString(value, path);
-    } else if (value !== null && typeof value === "object") {
-      if (path.length >= MAX_DEPTH) throw badRequest(`Nesting deeper than ${MAX_DEPTH} levels`, [{ path: jsonPath(path), message: "nested too deeply" }]);
-      if (Array.isArray(value)) value.forEach((v, i) => stack.push({ value: v, path: [...path, i] }));
-      else
-        for (const [k, v] of Object.entries(value)) {
-          checkString(k, path);
-          stack.push({ value: v, path: [...path, k] });
-        }
+  const path: (string | number)[] = [];
+  const walk = (value: unknown): void => {
+    if (typeof value === "string") return checkString(value, path);
+    if (value === null || typeof value !== "object") return;
+    if (path.length >= MAX_DEPTH) throw badRequest(`Nesting deeper than ${MAX_DEPTH} levels`, [{ path: jsonPath(path), message: "nested too deeply" }]);
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        path.push(i);
+        walk(value[i]);
+        path.pop();
+      }
+      return;
     }
-  }
+    const obj = value as Record<string, unknown>;
+    for (const k in obj) {
+      const v = obj[k];
+      if (k === "__proto__" || (k === "constructor" && v !== null && typeof v === "object" && Object.hasOwn(v, "prototype"))) {
+        delete obj[k];
+        continue;
+      }
+      checkString(k, path);
+      path.push(k);
+      walk(v);
+      path.pop();
+    }
+  };
+  walk(root);
 }
 
 function checkString(s: string, path: (string | number)[]) {
@@ -78,7 +93,7 @@ export function registerIngestBodyParser(app: FastifyInstance, maxRequestBytes: 
     if (body.length === 0) throw badRequest("Request body is empty");
     let parsed: unknown;
     try {
-      parsed = sjson.parse(body.toString("utf8"), undefined, { protoAction: "remove", constructorAction: "remove" });
+      parsed = JSON.parse(body.toString("utf8"));
     } catch {
       throw badRequest("Body is not valid JSON");
     }

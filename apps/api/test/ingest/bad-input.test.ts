@@ -239,4 +239,13 @@ describe("values PostgreSQL cannot store and hostile nesting", () => {
     const [deepStored] = (await listEvents(t)).filter((e) => e.messageId === deep.messageId);
     expect(deepStored.payload.properties).toEqual({});
   });
+
+  it("constructor keys holding a prototype are dropped, other constructor values kept", async () => {
+    const ev = track();
+    const body = JSON.stringify(ev).replace(/}$/, ',"properties":{"constructor":{"prototype":{"polluted":true}},"nested":{"constructor":"Car"}}}');
+    expect204(await raw("/v1/track", body));
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const [stored] = (await listEvents(t)).filter((e) => e.messageId === ev.messageId);
+    expect(stored.payload.properties).toEqual({ nested: { constructor: "Car" } });
+  });
 });
