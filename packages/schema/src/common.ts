@@ -25,7 +25,13 @@ export const ListQuery = z.object({
 });
 export type ListQuery = z.infer<typeof ListQuery>;
 
-export const JsonObject = z.record(z.string(), z.unknown());
+/**
+ * A JSON object with any keys. Checked without being copied key by key, as `z.record` would:
+ * events carry large `context` and `properties` objects, and ingestion parses every one.
+ */
+export const JsonObject = z
+  .custom<Record<string, unknown>>((v) => v !== null && typeof v === "object" && !Array.isArray(v), { message: "expected an object" })
+  .openapi({ type: "object", additionalProperties: {} });
 export type JsonObject = z.infer<typeof JsonObject>;
 
 /** A field the server manages (`createdAt`, `updatedAt`, …): accepted in requests and ignored. */

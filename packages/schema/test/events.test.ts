@@ -35,4 +35,15 @@ describe("OpenAPI document", () => {
     expect(doc.openapi).toBe("3.1.0");
     for (const code of Object.keys(errorStatus)) expect(doc.info.description).toContain(code);
   });
+
+  it("take traits, properties and context as objects, as sent (not copied), and refuse anything else", () => {
+    const traits = { plan: "pro", nested: { a: [1, 2] } };
+    const ev = IdentifyRequestBody.parse({ userId: "u", traits });
+    expect(ev.traits).toBe(traits);
+    for (const bad of [[1, 2], "pro", 3, null]) {
+      const r = TrackRequestBody.safeParse({ userId: "u", event: "e", properties: bad });
+      expect(r.success).toBe(false);
+      expect(r.error?.issues[0]).toMatchObject({ path: ["properties"], message: "expected an object" });
+    }
+  });
 });
