@@ -2,7 +2,9 @@
 //  1. durable events/s through POST /batch (100-event batches, 10% identify, unique messageIds)
 //     divided by the events/s of a bare `pg` unnest-insert loop into an identical events table
 //     (target ≥ 0.6);
-//  2. single identify requests/s divided by a bare Fastify server's (target ≥ 0.25), with p99;
+//  2. single identify requests/s divided by a bare Fastify server's (target ≥ 0.25), with p99:
+//     both servers are measured in alternating rounds and the medians compared, so a change in
+//     the machine's speed during the run (shared vCPUs drift by ±30 %) hits both alike;
 //  3. the server's peak RSS.
 // The server runs as its own process (node dist/main.js), like in production. Identify load comes
 // from `wrk -t1` when it is installed (apt-get install wrk; much lighter than a JS generator),
@@ -25,6 +27,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 /** Identify load sent to each server before it is measured (JIT, caches, first profile rows). */
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 15);
+/** Alternating identify rounds per server (Tidings, bare, Tidings, bare, …). */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const BATCH = 100;
 
 function waitForLine(child: ChildProcess, re: RegExp): Promise<string> {
@@ -179,12 +183,21 @@ async function main() {
     const auth = { authorization: `Basic ${creds.writeKey}`, "content-type": "application/json" };
 
     // 1. Single identify requests, unique messageIds; the same load against bare Fastify. Each
-    //    server gets the same warm-up first: steady state is measured, not JIT compilation.
+    //    server gets the same warm-up first (steady state is measured, not JIT compilation), then
+    //    the two are measured in alternating rounds.
     const bareHeaders = { "content-type": "application/json" };
-    if (WARMUP > 0) await identifyLoad(base, auth, dataDir, WARMUP);
-    const id = await identifyLoad(base, auth, dataDir);
-    if (WARMUP > 0) await identifyLoad(bareUrl, bareHeaders, dataDir, WARMUP);
-    const bareId = await identifyLoad(bareUrl, bareHeaders, dataDir);
+    if (WARMUP > 0) {
+      await identifyLoad(base, auth, dataDir, WARMUP);
+      await identifyLoad(bareUrl, bareHeaders, dataDir, WARMUP);
+    }
+    const rounds: { id: Awaited<ReturnType<typeof identifyLoad>>; bare: Awaited<ReturnType<typeof identifyLoad>> }[] = [];
+    for (let i = 0; i < ROUNDS; i++) rounds.push({ id: await identifyLoad(base, auth, dataDir), bare: await identifyLoad(bareUrl, bareHeaders, dataDir) });
+    const median = (xs: number[]) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+    };
+    const id = { rps: median(rounds.map((r) => r.id.rps)), p99: median(rounds.map((r) => r.id.p99)), errors: rounds.reduce((n, r) => n + r.id.errors, 0) };
+    const bareId = { rps: median(rounds.map((r) => r.bare.rps)), p99: median(rounds.map((r) => r.bare.p99)) };
     // 2. Batches. Bodies are built before the clock starts so the load generator stays light.
     const bodies = Array.from({ length: Math.ceil((DURATION * 60_000) / BATCH) }, batchBody);
     let next = 0;
@@ -210,10 +223,13 @@ async function main() {
     const batchRatio = serverEventsPerSec / bareEventsPerSec;
     const idRatio = id.rps / bareId.rps;
     console.log("\nTidings ingestion benchmark (one embedded PostgreSQL, fsync on, %d s per run after %d s identify warm-up, %d cores)", DURATION, WARMUP, os.cpus().length);
+    for (const [i, round] of rounds.entries()) {
+      console.log(`identify round ${i + 1}: ${r(round.id.rps)} req/s (p99 ${round.id.p99.toFixed(1)} ms) vs bare ${r(round.bare.rps)} req/s → ${(round.id.rps / round.bare.rps).toFixed(2)}`);
+    }
     console.log(`batch:    ${r(serverEventsPerSec)} durable events/s via /batch (${batchRun["2xx"]} × ${BATCH}-event batches acked, ${batchRun.non2xx} non-2xx, ${stored} batch rows stored)`);
     console.log(`          ${r(bareEventsPerSec)} events/s bare pg unnest-insert loop (${BATCH}-row statements, 1 connection)`);
     console.log(`          ratio ${batchRatio.toFixed(2)} (target ≥ 0.60) ${batchRatio >= 0.6 ? "PASS" : "FAIL"}`);
-    console.log(`identify: ${r(id.rps)} req/s Tidings (p99 ${id.p99.toFixed(1)} ms, ${id.errors} non-2xx) vs ${r(bareId.rps)} req/s bare Fastify (p99 ${bareId.p99.toFixed(1)} ms); ${IDENTIFY_CONNECTIONS} connections, ${hasWrk ? "wrk -t1" : "autocannon (install wrk for lighter load generation)"}`);
+    console.log(`identify: ${r(id.rps)} req/s Tidings (p99 ${id.p99.toFixed(1)} ms, ${id.errors} non-2xx) vs ${r(bareId.rps)} req/s bare Fastify (p99 ${bareId.p99.toFixed(1)} ms), medians of ${ROUNDS} rounds; ${IDENTIFY_CONNECTIONS} connections, ${hasWrk ? "wrk -t1" : "autocannon (install wrk for lighter load generation)"}`);
     console.log(`          ratio ${idRatio.toFixed(2)} (target ≥ 0.25) ${idRatio >= 0.25 ? "PASS" : "FAIL"}; p99 ${id.p99.toFixed(1)} ms (target ≤ 20) ${id.p99 <= 20 ? "PASS" : "FAIL"}`);
     console.log(`memory:   server peak RSS ${rss} MB`);
     if (stored < acked) throw new Error(`acknowledged ${acked} events but only ${stored} are stored`);
