@@ -222,7 +222,7 @@ async function main() {
     const r = (x: number) => Math.round(x).toLocaleString("en-US");
     const batchRatio = serverEventsPerSec / bareEventsPerSec;
     const idRatio = id.rps / bareId.rps;
-    console.log("\nTidings ingestion benchmark (one embedded PostgreSQL, fsync on, %d s per run after %d s identify warm-up, %d cores)", DURATION, WARMUP, os.cpus().length);
+    console.log("\nTidings ingestion benchmark (one embedded PostgreSQL, fsync on, server LOG_LEVEL=warn, %d s per run after %d s identify warm-up, %d cores)", DURATION, WARMUP, os.cpus().length);
     for (const [i, round] of rounds.entries()) {
       console.log(`identify round ${i + 1}: ${r(round.id.rps)} req/s (p99 ${round.id.p99.toFixed(1)} ms) vs bare ${r(round.bare.rps)} req/s → ${(round.id.rps / round.bare.rps).toFixed(2)}`);
     }
