@@ -31,14 +31,17 @@ export function eventsJson(rows: WorkspaceEvent[]): string {
   let out = "[";
   for (const { workspaceId, ev } of rows) {
     if (out.length > 1) out += ",";
-    out += `[${q(workspaceId)},${q(ev.messageId)},${q(ev.type)},${q(ev.profileId)},${q(ev.userId)},${q(ev.anonymousId)},${q(ev.event)},"${ev.eventTime.toISOString()}","${ev.receivedAt.toISOString()}",${ev.payloadJson}]`;
+    // The workspace id (a UUID) and the type (a known kind) need no escaping; times go as epoch ms.
+    out += `["${workspaceId}",${q(ev.messageId)},"${ev.type}",${q(ev.profileId)},${q(ev.userId)},${q(ev.anonymousId)},${q(ev.event)},${ev.eventTime.getTime()},${ev.receivedAt.getTime()},${ev.payloadJson}]`;
   }
   return `${out}]`;
 }
 
+const epochMs = (text: string) => `('epoch'::timestamptz + (${text})::int8 * interval '1 millisecond')`;
+
 /** The rows of `eventsJson(…)` passed as `param`, as a table `input` with the events' columns. */
 export const eventsFromJson = (param: string) => `(SELECT (r->>0)::uuid AS workspace_id, r->>1 AS message_id, r->>2 AS type, r->>3 AS profile_id,
-    r->>4 AS user_id, r->>5 AS anonymous_id, r->>6 AS event, (r->>7)::timestamptz AS event_time, (r->>8)::timestamptz AS received_at, r->9 AS payload
+    r->>4 AS user_id, r->>5 AS anonymous_id, r->>6 AS event, ${epochMs("r->>7")} AS event_time, ${epochMs("r->>8")} AS received_at, r->9 AS payload
   FROM jsonb_array_elements(${param}::jsonb) AS x(r)) AS input`;
 
 /** Inserts the rows of `source` (shaped like `eventsFromJson`), skipping stored messageIds. */
