@@ -2,10 +2,11 @@
 // inserting the events and creating/updating their profiles is a single data-modifying CTE.
 // A lone statement is its own transaction, so the commit costs one round trip instead of five.
 //
-// Profiles are folded here, before PostgreSQL says which events are new, so the statement
-// checks its own assumptions last and rolls itself back (SQLSTATE TD001) when one fails: a
-// replayed messageId (its traits must not apply twice) or an id that is an alias of another
-// profile. The caller then stores the commit on the transactional path, which handles both.
+// Profiles are folded here, before PostgreSQL has seen the events, so the statement holds only
+// when its assumptions do, and otherwise fails as a whole, having stored nothing: a replayed
+// messageId fails the plain INSERT (unique violation, 23505; its traits must not apply twice),
+// and an id that is an alias of another profile fails the final check (TD001). The caller then
+// stores the commit on the transactional path, which handles both.
 import type pg from "pg";
 import {
   eventsFromJson,
@@ -31,18 +32,17 @@ const upsertProfiles = (where: string, onConflict: string) => `INSERT INTO profi
   WHERE EXCLUDED.trait_times <> '{}'::jsonb
   RETURNING 1`;
 
-// $1 the events, $2 their profiles (JSON rows, see store.ts), $3 the event count.
+// $1 the events, $2 their profiles (JSON rows, see store.ts).
 // Each profile is in exactly one of `uniform` and `mixed`. Rows are in key order within each;
 // across the two, concurrent commits of other processes may lock in different orders, and the
 // rare deadlock that follows is retried by the Ingestor (40P01).
 const SQL = `
-WITH ins AS (${insertEventsFrom(eventsFromJson("$1"))}),
+WITH ins AS (${insertEventsFrom(eventsFromJson("$1"), false)}),
 p AS (SELECT * FROM ${profilesFromJson("$2")}),
 uniform AS (${upsertProfiles("uniform", mergeUniformProfileTraitsOnConflict)}),
 mixed AS (${upsertProfiles("NOT uniform", mergeTraitsOnConflict("profiles", "profile_id"))})
 SELECT tidings_require(
-  (SELECT count(*) FROM ins) = $3
-    AND NOT EXISTS (SELECT 1 FROM p JOIN profile_aliases a ON a.workspace_id = p.workspace_id AND a.alias_id = p.profile_id),
+  NOT EXISTS (SELECT 1 FROM p JOIN profile_aliases a ON a.workspace_id = p.workspace_id AND a.alias_id = p.profile_id),
   'commit needs the transactional path'
 ) AS ok`;
 
@@ -55,10 +55,11 @@ export async function storeEventsInOneStatement(pool: pg.Pool, rows: WorkspaceEv
   const profiles = profileRows(events, (_ws, id) => id);
   try {
     // Named, so each connection parses and plans this large statement once.
-    await pool.query({ name: "tidings-ingest-v3", text: SQL, values: [eventsJson(events), profilesJson(profiles), events.length] });
+    await pool.query({ name: "tidings-ingest-v4", text: SQL, values: [eventsJson(events), profilesJson(profiles)] });
     return events.length;
   } catch (err) {
-    if ((err as { code?: string }).code === "TD001") return null;
+    const code = (err as { code?: string }).code;
+    if (code === "TD001" || code === "23505") return null;
     throw err;
   }
 }

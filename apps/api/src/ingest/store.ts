@@ -44,11 +44,15 @@ export const eventsFromJson = (param: string) => `(SELECT (r->>0)::uuid AS works
     r->>4 AS user_id, r->>5 AS anonymous_id, r->>6 AS event, ${epochMs("r->>7")} AS event_time, ${epochMs("r->>8")} AS received_at, r->9 AS payload
   FROM jsonb_array_elements(${param}::jsonb) AS x(r)) AS input`;
 
-/** Inserts the rows of `source` (shaped like `eventsFromJson`), skipping stored messageIds. */
-export const insertEventsFrom = (source: string) => `INSERT INTO events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
-  SELECT workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload FROM ${source}
-  ON CONFLICT (workspace_id, message_id) DO NOTHING
-  RETURNING workspace_id, message_id`;
+/**
+ * Inserts the rows of `source` (shaped like `eventsFromJson`). With `skipStored`, messageIds the
+ * workspace already has are skipped and the new rows returned; without, a stored messageId fails
+ * the statement (23505), which spares PostgreSQL the speculative insertion of ON CONFLICT.
+ */
+export const insertEventsFrom = (source: string, skipStored = true) => `INSERT INTO events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
+  SELECT workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload FROM ${source}${
+    skipStored ? "\n  ON CONFLICT (workspace_id, message_id) DO NOTHING\n  RETURNING workspace_id, message_id" : ""
+  }`;
 
 const mergedTraits = (table: string) => `tidings_merge_traits(${table}.traits, ${table}.trait_times, EXCLUDED.traits, EXCLUDED.trait_times)`;
 const mergedTimes = (table: string) => `tidings_merge_trait_times(${table}.trait_times, EXCLUDED.trait_times)`;
