@@ -82,6 +82,16 @@ describe("admin API keys", () => {
     }
   });
 
+  it("a cached key keeps its kind: an admin key cannot ingest, a write key cannot read", async () => {
+    // Each key is first used where it belongs, so the key cache holds it.
+    expect((await request(t.url, "GET", "/api/admin/events", { headers: bearer(t.workspace.adminKey) })).status).toBe(200);
+    expect((await request(t.url, "POST", "/v1/track", { headers: basic(t.workspace.writeKey), body: { userId: "u", event: "e" } })).status).toBe(204);
+    const ingest = await request(t.url, "POST", "/v1/track", { headers: basic(t.workspace.adminKey), body: { userId: "u", event: "e" } });
+    expect(ingest.status).toBe(401);
+    expect(ingest.body.error.code).toBe("UNAUTHORIZED");
+    expect((await request(t.url, "GET", "/api/admin/events", { headers: bearer(t.workspace.writeKey) })).status).toBe(401);
+  });
+
   it("a write key cannot mint keys", async () => {
     const res = await request(t.url, "POST", "/api/admin/write-keys", { headers: bearer(t.workspace.writeKey), body: {} });
     expect(res.status).toBe(401);
