@@ -1,6 +1,7 @@
 // Body handling for the public ingestion routes: gzip/deflate bodies whatever their content
 // type (RudderStack sends gzip as x-www-form-urlencoded), JSON otherwise, size limits, and a
 // walk that refuses what PostgreSQL's jsonb cannot store (NUL, lone surrogates, deep nesting).
+import { isUtf8 } from "node:buffer";
 import { promisify } from "node:util";
 import zlib from "node:zlib";
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -91,6 +92,8 @@ export function registerIngestBodyParser(app: FastifyInstance, maxRequestBytes: 
       }
     }
     if (body.length === 0) throw badRequest("Request body is empty");
+    // Decoding would replace bad bytes with U+FFFD and store an altered event; refuse them instead.
+    if (!isUtf8(body)) throw badRequest("Body is not valid UTF-8");
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString("utf8"));

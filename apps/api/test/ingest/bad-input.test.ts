@@ -31,6 +31,23 @@ describe("body encoding", () => {
     }
   });
 
+  it("bytes that are not UTF-8 → 400, plain or gzipped, and nothing is stored", async () => {
+    const event = track({ userId: "u-latin1" });
+    const json = Buffer.from(JSON.stringify(event).replace("u-latin1", "u-latin1\u00ff"), "latin1");
+    const batch = Buffer.concat([Buffer.from('{"batch":[{"type":"track","userId":"u-latin1","event":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}]}')]);
+    for (const [path, body, headers] of [
+      ["/v1/track", json, {}],
+      ["/v1/track", gzipSync(json), { "content-encoding": "gzip" }],
+      ["/v1/batch", batch, {}],
+    ] as const) {
+      const res = await raw(path, body, { "content-type": "application/json", ...headers });
+      expectError(res, 400, "VALIDATION_FAILED");
+      expect(res.body.error.message).toMatch(/UTF-8/);
+    }
+    expect(await listEvents(t, { userId: "u-latin1" })).toEqual([]);
+    expect(await listEvents(t, { userId: "u-latin1\ufffd" })).toEqual([]);
+  });
+
   it("an empty body or a non-object body → 400", async () => {
     expectError(await raw("/v1/track", ""), 400, "VALIDATION_FAILED");
     for (const body of ["[]", "null", '"track"', "42"]) {
