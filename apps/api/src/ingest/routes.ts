@@ -4,6 +4,7 @@ import { EventType } from "@tidings/schema";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { writeKeyGuard } from "../auth/guards.ts";
 import type { AppContext } from "../http/context.ts";
+import { registerIngestCors } from "../http/cors.ts";
 import { ApiError } from "../http/errors.ts";
 import { registerIngestBodyParser } from "./body.ts";
 import type { NormalizedEvent } from "./normalize.ts";
@@ -30,16 +31,24 @@ export const ingestRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app,
     ctx.metrics.eventsReceived.inc(events.length);
   };
 
+  // One child instance per prefix, so CORS (browsers) covers exactly these routes; the body
+  // parser, key guard and rate limit above are inherited, the limit's store shared by both.
   for (const prefix of ["/api/public/apps", "/v1"]) {
-    for (const kind of EventType.options) {
-      app.post(`${prefix}/${kind}`, async (request, reply) => {
-        await accept(request, [parseSingle(kind, request.body, limits, new Date())]);
-        return reply.status(204).send();
-      });
-    }
-    app.post(`${prefix}/batch`, async (request, reply) => {
-      await accept(request, parseBatch(request.body, limits, new Date()));
-      return reply.status(204).send();
-    });
+    await app.register(
+      async (routes) => {
+        await registerIngestCors(routes, ctx.config.corsOrigins);
+        for (const kind of EventType.options) {
+          routes.post(`/${kind}`, async (request, reply) => {
+            await accept(request, [parseSingle(kind, request.body, limits, new Date())]);
+            return reply.status(204).send();
+          });
+        }
+        routes.post("/batch", async (request, reply) => {
+          await accept(request, parseBatch(request.body, limits, new Date()));
+          return reply.status(204).send();
+        });
+      },
+      { prefix },
+    );
   }
 };

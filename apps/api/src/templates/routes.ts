@@ -54,13 +54,10 @@ export const templateRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (fa
   app.post(
     `${PATH}/render`,
     { schema: { body: RenderTemplateRequestBody, response: { 200: RenderTemplateResponse } } },
-    async (request) => {
-      const secretKey = ctx.config.secretKey;
-      if (!secretKey) throw new Error("TIDINGS_SECRET_KEY is not set; it signs unsubscribe links");
-      return renderTemplateRequest(prisma, workspaceOf(request, request.body.workspaceId), request.body, {
-        secretKey,
+    async (request) =>
+      renderTemplateRequest(prisma, workspaceOf(request, request.body.workspaceId), request.body, {
+        secretKey: ctx.config.secretKey,
         baseUrl: `${request.protocol}://${request.host}`,
-      });
-    },
+      }),
   );
 };

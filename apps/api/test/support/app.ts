@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { inject } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
-import { type Config, loadConfig } from "../../src/config.ts";
+import { loadConfig, type ResolvedConfig } from "../../src/config.ts";
 import { buildApp } from "../../src/http/app.ts";
 import type { AppContext } from "../../src/http/context.ts";
 import { createContext } from "../../src/server.ts";
@@ -44,9 +44,9 @@ export async function createTestDatabase(): Promise<string> {
   return u.toString();
 }
 
-export async function createTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+export async function createTestApp(overrides: Partial<ResolvedConfig> = {}): Promise<TestApp> {
   const databaseUrl = await createTestDatabase();
-  const config: Config = {
+  const config: ResolvedConfig = {
     ...loadConfig({ LOG_LEVEL: "silent", TIDINGS_KEY_CACHE_SECONDS: "0" }),
     databaseUrl,
     rootKey: ROOT_KEY,

@@ -17,6 +17,16 @@ export function plainConfig(type: ProviderType, config: Record<string, unknown>)
   return Object.fromEntries(Object.entries(config).filter(([k]) => !secretFields.includes(k)));
 }
 
+/** The plain (non-secret) fields after an update: an omitted field keeps the stored value, `null` removes it. */
+export function mergePlain(type: ProviderType, requested: Record<string, unknown>, stored: Record<string, unknown>): Record<string, unknown> {
+  const merged = { ...stored };
+  for (const [field, value] of Object.entries(plainConfig(type, requested))) {
+    if (value === null) delete merged[field];
+    else if (value !== undefined) merged[field] = value;
+  }
+  return merged;
+}
+
 /**
  * The secrets after an update: an omitted field keeps the stored value, `null` removes it, the
  * masked form of the stored value keeps it, any other string replaces it.

@@ -21,30 +21,24 @@ export const providerRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (fa
   const { prisma } = ctx.db;
   app.addHook("onRequest", adminGuard(ctx.keys));
 
-  // Built on first use: the server always resolves a secret key at boot, but a context built
-  // without one should fail only on these routes.
-  let box: SecretBox | undefined;
-  const secretBox = () => {
-    if (!ctx.config.secretKey) throw new Error("TIDINGS_SECRET_KEY is not set; it encrypts provider secrets");
-    return (box ??= new SecretBox(ctx.config.secretKey));
-  };
+  const box = new SecretBox(ctx.config.secretKey);
 
   app.put(
     PATH,
     { schema: { body: UpsertChannelProviderRequestBody, response: { 200: ChannelProviderResource } } },
-    async (request) => upsertProvider(prisma, secretBox(), workspaceOf(request, request.body.workspaceId), request.body),
+    async (request) => upsertProvider(prisma, box, workspaceOf(request, request.body.workspaceId), request.body),
   );
 
   app.get(
     PATH,
     { schema: { querystring: ChannelProviderListQuery, response: { 200: ChannelProviderListResponse } } },
-    async (request) => listProviders(prisma, secretBox(), workspaceOf(request, request.query.workspaceId), request.query),
+    async (request) => listProviders(prisma, box, workspaceOf(request, request.query.workspaceId), request.query),
   );
 
   app.get(
     `${PATH}/:id`,
     { schema: { params: ChannelProviderParams, querystring: ChannelProviderQuery, response: { 200: ChannelProviderResource } } },
-    async (request) => getProvider(prisma, secretBox(), workspaceOf(request, request.query.workspaceId), request.params.id),
+    async (request) => getProvider(prisma, box, workspaceOf(request, request.query.workspaceId), request.params.id),
   );
 
   app.delete(

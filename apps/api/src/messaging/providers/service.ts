@@ -16,8 +16,8 @@ import type { PrismaClient } from "../../db/client.ts";
 import { type ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound, zodIssues } from "../../http/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../../http/pagination.ts";
-import type { SecretBox } from "../secrets.ts";
-import { maskedConfig, mergeSecrets, plainConfig, type Secrets } from "./config.ts";
+import { type SecretBox, SecretDecryptionError } from "../secrets.ts";
+import { maskedConfig, mergePlain, mergeSecrets, type Secrets } from "./config.ts";
 import { isUniqueViolation } from "../../db/errors.ts";
 
 const secretsContext = (workspaceId: string, id: string) => `channel_providers/${workspaceId}/${id}`;
@@ -27,14 +27,46 @@ function openSecrets(box: SecretBox, row: ChannelProvider): Secrets {
   return JSON.parse(box.open(row.secrets, secretsContext(row.workspaceId, row.id))) as Secrets;
 }
 
+/** The row's secrets, or null when they cannot be decrypted (sealed under a key we no longer have). */
+function readableSecrets(box: SecretBox, row: ChannelProvider): Secrets | null {
+  try {
+    return openSecrets(box, row);
+  } catch (err) {
+    if (err instanceof SecretDecryptionError) return null;
+    throw err;
+  }
+}
+
+/** How many providers have sealed secrets, and how many of them `box` opens. */
+export async function sealedProviderSecrets(tx: Prisma.TransactionClient, box: SecretBox) {
+  const rows = await tx.channelProvider.findMany({ where: { secrets: { not: null } } });
+  return { total: rows.length, opened: rows.filter((row) => readableSecrets(box, row) !== null).length };
+}
+
+/** Re-encrypts every provider's secrets from one key to another (rows `from` cannot open are left as they are). */
+export async function resealProviderSecrets(tx: Prisma.TransactionClient, from: SecretBox, to: SecretBox) {
+  const rows = await tx.channelProvider.findMany({ where: { secrets: { not: null } } });
+  let resealed = 0;
+  for (const row of rows) {
+    const secrets = readableSecrets(from, row);
+    if (!secrets) continue;
+    const sealed = to.seal(JSON.stringify(secrets), secretsContext(row.workspaceId, row.id));
+    await tx.channelProvider.update({ where: { workspaceId_id: { workspaceId: row.workspaceId, id: row.id } }, data: { secrets: sealed } });
+    resealed++;
+  }
+  return { resealed, unreadable: rows.length - resealed };
+}
+
 export function toProviderResource(box: SecretBox, row: ChannelProvider): ChannelProviderResource {
   const type = row.type as ProviderType;
+  const secrets = readableSecrets(box, row);
   return {
     id: row.id,
     workspaceId: row.workspaceId,
     channel: row.channel,
     type,
-    config: maskedConfig(type, row.config as Record<string, unknown>, openSecrets(box, row)),
+    config: maskedConfig(type, row.config as Record<string, unknown>, secrets ?? {}),
+    ...(secrets ? {} : { secretsUnreadable: true }),
     createdAt: row.createdAt.getTime(),
     updatedAt: row.updatedAt.getTime(),
   } as ChannelProviderResource;
@@ -53,11 +85,12 @@ export async function upsertProvider(
   });
   const id = existing?.id ?? body.id ?? randomUUID();
   const requested = body.config as Record<string, unknown>;
-  // Stored secrets carry over only while the type stays the same.
-  const stored = existing && existing.type === body.type ? openSecrets(box, existing) : {};
+  // Stored fields carry over only while the type stays the same; unreadable secrets never do.
+  const sameType = existing && existing.type === body.type;
+  const stored = sameType ? (readableSecrets(box, existing) ?? {}) : {};
   const { secrets, issues } = mergeSecrets(body.type, requested, stored);
   if (issues.length) throw badRequest("Invalid provider config", issues);
-  const plain = plainConfig(body.type, requested);
+  const plain = mergePlain(body.type, requested, sameType ? (existing.config as Record<string, unknown>) : {});
   const complete = providerConfigSchemas[body.type].safeParse({ ...plain, ...secrets });
   if (!complete.success) throw badRequest("Invalid provider config", zodIssues(complete.error, ["config"]));
 

@@ -1,0 +1,156 @@
+// A real server process for the crash and signal tests: `src/main.ts` with its embedded
+// PostgreSQL in a data directory of the test's, in a process group of its own (as a terminal
+// runs a foreground command), plus a batch-sending load and a way to read back what was stored.
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect } from "vitest";
+import { freePort } from "../../src/db/embedded.ts";
+
+const API_DIR = fileURLToPath(new URL("../..", import.meta.url));
+export const BATCH = 20;
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<[number | null, NodeJS.Signals | null]>;
+}
+
+const started: ChildProcess[] = [];
+
+/** The environment of the server under test: ours minus anything that points it elsewhere. */
+function serverEnv(dir: string, port: number): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith("TIDINGS_") && k !== "DATABASE_URL" && k !== "PORT" && k !== "HOST") env[k] = v;
+  }
+  return { ...env, TIDINGS_DATA_DIR: dir, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" };
+}
+
+export async function startServer(dir: string): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: API_DIR,
+    env: serverEnv(dir, port),
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  started.push(child);
+  let log = "";
+  child.stdout!.on("data", (d) => (log += d));
+  child.stderr!.on("data", (d) => (log += d));
+  const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 40_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start:\n${log}`);
+    if (Date.now() > deadline) throw new Error(`server not ready after 40 s:\n${log}`);
+    const ready = await fetch(`${url}/health/ready`).then((r) => r.ok, () => false);
+    if (ready) return { child, url, output: () => log, exited };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function readCredentials(dir: string) {
+  return JSON.parse(await readFile(path.join(dir, "credentials.json"), "utf8")) as { writeKey: string; adminApiKey: string };
+}
+
+/** The pid of the PostgreSQL server running on the data directory, from its lock file. */
+export function postmasterPid(dir: string): number {
+  return Number(readFileSync(path.join(dir, "pg", "postmaster.pid"), "utf8").split("\n")[0]);
+}
+
+export function alive(pid: number, group = false): boolean {
+  try {
+    process.kill(group ? -pid : pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function waitGone(pid: number, group = false) {
+  const deadline = Date.now() + 10_000;
+  while (alive(pid, group)) {
+    if (Date.now() > deadline) throw new Error(`${group ? "process group" : "process"} ${pid} still alive`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Kills whatever the tests started and left running. */
+export async function killStarted() {
+  for (const child of started) if (child.pid && alive(child.pid, true)) process.kill(-child.pid, "SIGKILL");
+  for (const child of started) if (child.pid) await waitGone(child.pid, true).catch(() => {});
+}
+
+export interface Load {
+  /** messageIds of every batch answered 204. */
+  acked: string[];
+  /** Every answer other than 204, or 503 with Retry-After, as `status body`. */
+  wrong: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * `loops` clients sending 20-event batches until stopped or the server goes away (a refused or
+ * reset connection ends a client: no answer is not a wrong answer).
+ */
+export function startLoad(server: ServerProcess, writeKey: string, tag: string, loops = 8): Load {
+  const auth = `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`;
+  const load: Load = { acked: [], wrong: [], stop: async () => {} };
+  let stopping = false;
+  const client = async (loop: number) => {
+    for (let n = 0; !stopping; n++) {
+      const ids = Array.from({ length: BATCH }, (_, i) => `${tag}-${loop}-${n}-${i}`);
+      const batch = ids.map((messageId, i) => ({ type: "track", userId: `u-${loop}`, event: "Load Test", messageId, properties: { n, i } }));
+      try {
+        const res = await fetch(`${server.url}/v1/batch`, {
+          method: "POST",
+          headers: { authorization: auth, "content-type": "application/json" },
+          body: JSON.stringify({ batch }),
+        });
+        const text = await res.text();
+        if (res.status === 204) load.acked.push(...ids);
+        // 503 + Retry-After is the server shedding load or closing: a valid answer.
+        else if (res.status !== 503 || !res.headers.get("retry-after")) load.wrong.push(`${res.status} ${text}`);
+      } catch {
+        return; // the server is gone
+      }
+    }
+  };
+  const clients = Array.from({ length: loops }, (_, i) => client(i));
+  load.stop = async () => {
+    stopping = true;
+    await Promise.all(clients);
+  };
+  return load;
+}
+
+/** Every stored "Load Test" event's messageId, read through the admin API. */
+export async function storedMessageIds(server: ServerProcess, adminKey: string): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const qs: URLSearchParams = new URLSearchParams({ limit: "500", event: "Load Test", ...(cursor ? { cursor } : {}) });
+    const res: Response = await fetch(`${server.url}/api/admin/events?${qs}`, { headers: { authorization: `Bearer ${adminKey}` } });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { items: { messageId: string }[]; nextCursor: string | null };
+    ids.push(...body.items.map((e) => e.messageId));
+    cursor = body.nextCursor;
+  } while (cursor);
+  return ids;
+}
+
+/** Every acknowledged id is stored exactly once. */
+export function expectAllKept(acked: string[], stored: string[]) {
+  const counts = new Map<string, number>();
+  for (const id of stored) counts.set(id, (counts.get(id) ?? 0) + 1);
+  const missing = acked.filter((id) => !counts.has(id));
+  const duplicated = [...counts].filter(([, n]) => n > 1).map(([id]) => id);
+  expect(missing, `${missing.length} of ${acked.length} acknowledged events lost`).toEqual([]);
+  expect(duplicated).toEqual([]);
+}
