@@ -3,6 +3,23 @@ import { z } from "./zod.js";
 
 export const WorkspaceId = z.uuid().describe("Workspace identifier (UUID).");
 
+/** `workspaceId` in an admin request (body or query): optional everywhere. */
+export const RequestWorkspaceId = WorkspaceId.optional().describe(
+  "Defaults to the admin key's workspace; naming another workspace is a 403.",
+);
+
+/**
+ * The `name` of a resource (segment, template, group, journey, workspace, key). Trimmed, so
+ * `"Onboarding "` and `"Onboarding"` name the same resource; blank names are refused.
+ */
+export const resourceName = (note: string) =>
+  z
+    .string()
+    .trim()
+    .min(1, "must not be empty or only whitespace")
+    .max(200)
+    .describe(`${note} Leading and trailing whitespace is trimmed; an empty or whitespace-only name is refused (400).`);
+
 export const EpochMillis = z.number().int().describe("Milliseconds since the Unix epoch.");
 
 export const Cursor = z.string().describe("Opaque cursor returned as `nextCursor` by the previous page.");
@@ -17,9 +34,7 @@ export const PageLimit = z.coerce
 
 /** Query parameters shared by every list route. */
 export const ListQuery = z.object({
-  workspaceId: WorkspaceId.optional().describe(
-    "Workspace to read; defaults to the admin key's workspace and must match it.",
-  ),
+  workspaceId: RequestWorkspaceId,
   cursor: Cursor.optional(),
   limit: PageLimit,
 });
@@ -37,10 +52,19 @@ export type JsonObject = z.infer<typeof JsonObject>;
 /** A field the server manages (`createdAt`, `updatedAt`, …): accepted in requests and ignored. */
 export const ServerManaged = z.unknown().optional().describe("Server-managed; ignored when sent.");
 
+/**
+ * The server-managed fields every upsert body accepts and ignores, so a resource read with GET
+ * can be sent back with PUT even though request bodies refuse unknown fields.
+ */
+export const serverManagedFields = {
+  createdAt: ServerManaged,
+  updatedAt: ServerManaged,
+  definitionUpdatedAt: ServerManaged,
+  lastRecomputed: ServerManaged,
+};
+
 /** `?workspaceId=` of single-resource routes. */
-export const WorkspaceQuery = z.object({
-  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
-});
+export const WorkspaceQuery = z.object({ workspaceId: RequestWorkspaceId });
 
 /** `/:id` of a resource. */
 export const idParams = (what: string) => z.object({ id: z.uuid().describe(`${what} id.`) });

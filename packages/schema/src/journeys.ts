@@ -3,7 +3,17 @@
 // CLI reject the same definitions with the same issue paths; references to other resources are
 // checked by the server.
 import { z } from "./zod.js";
-import { EpochMillis, idParams, ListQuery, listResponse, ServerManaged, WorkspaceId, WorkspaceQuery } from "./common.js";
+import {
+  EpochMillis,
+  idParams,
+  ListQuery,
+  listResponse,
+  RequestWorkspaceId,
+  resourceName,
+  serverManagedFields,
+  WorkspaceId,
+  WorkspaceQuery,
+} from "./common.js";
 import { Channel } from "./subscription-groups.js";
 
 /** The id every exit reference names. */
@@ -14,9 +24,10 @@ const ChildId = NodeId.describe("Id of the next node: a body node's `id` or `Exi
 const Seconds = z.number().int().min(0).max(10 * 365 * 24 * 3600);
 
 // --- Executable definition -------------------------------------------------------------------
+// Strict at every level: a misspelt field is a 400 naming it, never a step silently changed.
 
 export const SegmentEntryNode = z
-  .object({
+  .strictObject({
     type: z.literal("EntryNode"),
     segment: z.uuid().describe("Segment id: users start a run when they enter this segment."),
     child: ChildId,
@@ -24,7 +35,7 @@ export const SegmentEntryNode = z
   .describe("Starts a run when a user enters the segment.");
 
 export const EventEntryNode = z
-  .object({
+  .strictObject({
     type: z.literal("EventEntryNode"),
     event: z.string().min(1).max(200).describe("Track event name: users start a run when they send it."),
     child: ChildId,
@@ -37,16 +48,16 @@ export const JourneyEntryNode = z
   .openapi("JourneyEntryNode");
 export type JourneyEntryNode = z.infer<typeof JourneyEntryNode>;
 
-export const SecondDelayVariant = z.object({
+export const SecondDelayVariant = z.strictObject({
   type: z.literal("Second"),
   seconds: Seconds.describe("Wait this many seconds."),
 });
-export const LocalTimeDelayVariant = z.object({
+export const LocalTimeDelayVariant = z.strictObject({
   type: z.literal("LocalTime"),
   hour: z.number().int().min(0).max(23).describe("Wait until the next occurrence of this hour in the user's time zone."),
   minute: z.number().int().min(0).max(59).default(0).describe("Minute of that hour (default 0)."),
 });
-export const UserPropertyDelayVariant = z.object({
+export const UserPropertyDelayVariant = z.strictObject({
   type: z.literal("UserProperty"),
   userProperty: z
     .string()
@@ -65,7 +76,7 @@ export const DelayVariant = z
 export type DelayVariant = z.infer<typeof DelayVariant>;
 
 const bodyNode = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
-  z.object({
+  z.strictObject({
     id: NodeId.describe("Node id, unique in the definition; `ExitNode` is reserved."),
     type: z.literal(type),
     name: z.string().max(200).optional().describe("Label shown in editors."),
@@ -82,7 +93,7 @@ export const SegmentSplitNode = bodyNode("SegmentSplitNode", {
   falseChild: ChildId.describe("Next node for everyone else."),
 }).describe("Branches on segment membership.");
 
-export const WaitForSegmentChild = z.object({
+export const WaitForSegmentChild = z.strictObject({
   segmentId: z.uuid().describe("Segment id to wait for."),
   child: ChildId.describe("Next node once the user is in the segment."),
 });
@@ -107,7 +118,7 @@ export const MessageNode = bodyNode("MessageNode", {
   child: ChildId,
 }).describe("Sends a message (at most once per run), then continues with `child`.");
 
-export const RandomCohortChild = z.object({
+export const RandomCohortChild = z.strictObject({
   percent: z.number().gt(0).max(100).describe("Share of users taking this branch, in percent (0–100]."),
   child: ChildId,
   name: z.string().max(200).optional(),
@@ -128,7 +139,7 @@ export const JourneyBodyNode = z
 export type JourneyBodyNode = z.infer<typeof JourneyBodyNode>;
 
 export const JourneyExitNode = z
-  .object({
+  .strictObject({
     type: z.literal("ExitNode"),
     id: z.literal(EXIT_NODE_ID).default(EXIT_NODE_ID),
   })
@@ -218,7 +229,7 @@ function checkDefinition(
 }
 
 export const JourneyDefinition = z
-  .object({
+  .strictObject({
     entryNode: JourneyEntryNode,
     nodes: z.array(JourneyBodyNode).max(500).describe("The steps, referenced by id from `child` fields."),
     exitNode: JourneyExitNode.default({ type: "ExitNode", id: EXIT_NODE_ID }),
@@ -231,20 +242,22 @@ export const JourneyDefinition = z
 export type JourneyDefinition = z.infer<typeof JourneyDefinition>;
 
 // --- Editor graph (draft) ---------------------------------------------------------------------
-// Work in progress: every field the editor may not have filled in yet is optional.
+// Work in progress: every field the editor may not have filled in yet is optional. Editor state
+// (node positions, sizes, selection flags, the viewport…) may sit next to these fields at any
+// level: every object here is loose, so it is stored and returned as sent.
 
 const UiNodeId = z.string().min(1).max(200);
 const LabelNodeId = UiNodeId.describe("Id of the label node that starts this branch.");
 
-export const EntryUiNodeProps = z.object({
+export const EntryUiNodeProps = z.looseObject({
   type: z.literal("EntryUiNode"),
   variant: z.discriminatedUnion("type", [
-    z.object({
+    z.looseObject({
       type: z.literal("EntryNode"),
       segment: z.string().max(200).optional().describe("Segment id."),
       child: UiNodeId.optional().describe("Id of the next node; used when the entry node has no outgoing edge."),
     }),
-    z.object({
+    z.looseObject({
       type: z.literal("EventEntryNode"),
       event: z.string().max(200).optional().describe("Track event name."),
       child: UiNodeId.optional().describe("Id of the next node; used when the entry node has no outgoing edge."),
@@ -252,18 +265,31 @@ export const EntryUiNodeProps = z.object({
   ]),
 });
 
-export const ExitUiNodeProps = z.object({ type: z.literal("ExitNode") });
+export const ExitUiNodeProps = z.looseObject({ type: z.literal("ExitNode") });
 
-export const DelayUiNodeProps = z.object({
+// The delay variants as the editor holds them: every field but `type` optional, and no defaults
+// filled in (they apply when the draft is compiled), so the draft is stored as sent.
+export const DelayUiNodeProps = z.looseObject({
   type: z.literal("DelayNode"),
   variant: z.discriminatedUnion("type", [
-    SecondDelayVariant.partial().required({ type: true }),
-    LocalTimeDelayVariant.partial().required({ type: true }),
-    UserPropertyDelayVariant.partial().required({ type: true }),
+    SecondDelayVariant.loose().partial().required({ type: true }),
+    LocalTimeDelayVariant.loose()
+      .partial()
+      .required({ type: true })
+      .extend({ minute: LocalTimeDelayVariant.shape.minute.removeDefault().optional().describe("Minute of that hour (0 when left out).") }),
+    UserPropertyDelayVariant.loose()
+      .partial()
+      .required({ type: true })
+      .extend({
+        offsetSeconds: UserPropertyDelayVariant.shape.offsetSeconds
+          .removeDefault()
+          .optional()
+          .describe("Added to that date (0 when left out); negative to act before it."),
+      }),
   ]),
 });
 
-export const MessageUiNodeProps = z.object({
+export const MessageUiNodeProps = z.looseObject({
   type: z.literal("MessageNode"),
   name: z.string().max(200).optional(),
   channel: Channel,
@@ -271,7 +297,7 @@ export const MessageUiNodeProps = z.object({
   subscriptionGroupId: z.string().max(200).optional(),
 });
 
-export const SegmentSplitUiNodeProps = z.object({
+export const SegmentSplitUiNodeProps = z.looseObject({
   type: z.literal("SegmentSplitNode"),
   name: z.string().max(200).optional(),
   segmentId: z.string().max(200).optional(),
@@ -279,19 +305,19 @@ export const SegmentSplitUiNodeProps = z.object({
   falseLabelNodeId: LabelNodeId,
 });
 
-export const WaitForUiNodeProps = z.object({
+export const WaitForUiNodeProps = z.looseObject({
   type: z.literal("WaitForNode"),
   name: z.string().max(200).optional(),
   timeoutSeconds: z.number().optional(),
   timeoutLabelNodeId: LabelNodeId,
-  segmentChildren: z.array(z.object({ labelNodeId: LabelNodeId, segmentId: z.string().max(200).optional() })).max(20),
+  segmentChildren: z.array(z.looseObject({ labelNodeId: LabelNodeId, segmentId: z.string().max(200).optional() })).max(20),
 });
 
-export const RandomCohortUiNodeProps = z.object({
+export const RandomCohortUiNodeProps = z.looseObject({
   type: z.literal("RandomCohortNode"),
   name: z.string().max(200).optional(),
   cohortChildren: z
-    .array(z.object({ labelNodeId: LabelNodeId, percent: z.number().optional(), name: z.string().max(200).optional() }))
+    .array(z.looseObject({ labelNodeId: LabelNodeId, percent: z.number().optional(), name: z.string().max(200).optional() }))
     .max(20),
 });
 
@@ -308,15 +334,15 @@ export const JourneyUiNodeTypeProps = z
   .describe("The step a definition node of the editor stands for; branches start at label nodes named by `…LabelNodeId`.");
 export type JourneyUiNodeTypeProps = z.infer<typeof JourneyUiNodeTypeProps>;
 
-export const JourneyUiNodeDefinitionProps = z.object({
+export const JourneyUiNodeDefinitionProps = z.looseObject({
   type: z.literal("JourneyUiNodeDefinitionProps"),
   nodeTypeProps: JourneyUiNodeTypeProps,
 });
 export const JourneyUiNodeLabelProps = z
-  .object({ type: z.literal("JourneyUiNodeLabelProps"), title: z.string().max(200) })
+  .looseObject({ type: z.literal("JourneyUiNodeLabelProps"), title: z.string().max(200) })
   .describe("A branch label (e.g. “true”, “false”, “timed out”); followed through its one outgoing edge.");
 export const JourneyUiNodeEmptyProps = z
-  .object({ type: z.literal("JourneyUiNodeEmptyProps") })
+  .looseObject({ type: z.literal("JourneyUiNodeEmptyProps") })
   .describe("A placeholder where branches meet or a step can be inserted; followed through its one outgoing edge.");
 
 export const JourneyUiDraftNode = z.looseObject({
@@ -329,19 +355,19 @@ export const JourneyUiDraftEdge = z.looseObject({
   source: UiNodeId.describe("Node id."),
   target: UiNodeId.describe("Node id."),
   data: z.discriminatedUnion("type", [
-    z.object({ type: z.literal("JourneyUiDefinitionEdgeProps"), disableMarker: z.boolean().optional() }),
-    z.object({ type: z.literal("JourneyUiPlaceholderEdgeProps") }),
+    z.looseObject({ type: z.literal("JourneyUiDefinitionEdgeProps"), disableMarker: z.boolean().optional() }),
+    z.looseObject({ type: z.literal("JourneyUiPlaceholderEdgeProps") }),
   ]),
 });
 export type JourneyUiDraftEdge = z.infer<typeof JourneyUiDraftEdge>;
 
 export const JourneyDraft = z
-  .object({
+  .looseObject({
     nodes: z.array(JourneyUiDraftNode).max(1000),
     edges: z.array(JourneyUiDraftEdge).max(2000),
   })
   .describe(
-    "The editor graph. It may be incomplete. When complete — one entry node, one exit node, every step's fields filled in, every step with one way on (its outgoing edge, through label and empty nodes) — the server compiles it into `definition`.",
+    "The editor graph. It may be incomplete. Unlike the rest of a request, it keeps fields it does not know, at any level (node positions, sizes, flags, the viewport): they are stored and returned as sent, and never reach `definition`. When complete — one entry node, one exit node, every step's fields filled in, every step with one way on (its outgoing edge, through label and empty nodes) — the server compiles it into `definition`.",
   )
   .openapi("JourneyDraft");
 export type JourneyDraft = z.infer<typeof JourneyDraft>;
@@ -369,13 +395,13 @@ export const JourneyResource = z
 export type JourneyResource = z.infer<typeof JourneyResource>;
 
 export const UpsertJourneyRequestBody = z
-  .object({
+  .strictObject({
     id: z
       .uuid()
       .optional()
       .describe("Upsert key. When given, the journey with this id is updated, or created with this id; else `name` is the key."),
-    workspaceId: WorkspaceId,
-    name: z.string().min(1).max(200).describe("Unique within the workspace; renaming onto another journey's name is a 409."),
+    workspaceId: RequestWorkspaceId,
+    name: resourceName("Unique within the workspace; renaming onto another journey's name is a 409."),
     canRunMultiple: z.boolean().optional().describe("Default false on create; omitted on update keeps the stored value."),
     status: JourneyStatus.optional().describe("Default `NotStarted` on create; omitted on update keeps the stored value."),
     draft: JourneyDraft.nullable()
@@ -384,8 +410,7 @@ export const UpsertJourneyRequestBody = z
         "Omitted keeps the stored draft; `null` removes it. Sent without `definition`, a complete draft is compiled into the definition; an incomplete one is stored as is, and removes the definition of a journey that has not started (a started journey keeps running its definition).",
       ),
     definition: JourneyDefinition.optional().describe("Sent: validated and stored as is (the draft is not compared with it)."),
-    createdAt: ServerManaged,
-    updatedAt: ServerManaged,
+    ...serverManagedFields,
   })
   .describe("Creates or updates a journey.");
 export type UpsertJourneyRequestBody = z.infer<typeof UpsertJourneyRequestBody>;

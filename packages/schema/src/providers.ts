@@ -1,7 +1,7 @@
 // Channel providers: which service delivers a workspace's messages on each channel, with its
 // settings. Secret settings are write-only: stored encrypted, returned masked.
 import { z } from "./zod.js";
-import { EpochMillis, idParams, ListQuery, listResponse, ServerManaged, WorkspaceId, WorkspaceQuery } from "./common.js";
+import { EpochMillis, idParams, ListQuery, listResponse, RequestWorkspaceId, serverManagedFields, WorkspaceId, WorkspaceQuery } from "./common.js";
 import { Channel } from "./subscription-groups.js";
 
 export const ProviderType = z
@@ -32,8 +32,17 @@ export const SECRET_MASK_PREFIX = "••••";
 const SECRET_NOTE =
   "Secret: stored encrypted and returned masked — `••••` followed by the last 4 characters when the secret has at least 16, else `••••` alone. On update, omit it (or send the masked value back) to keep the stored one; `null` removes it.";
 const secret = (what: string) => z.string().min(1).max(20_000).describe(`${what}. ${SECRET_NOTE}`);
-/** How a secret may appear in a request: omitted (keep), null (remove) or the new value. */
-const secretInput = <T extends z.ZodType>(s: T) => s.nullable().optional();
+/**
+ * The config of an update: every field may be left out (it keeps its stored value while the type
+ * stays the same) and an optional one may be `null` (removes it); completeness is checked once
+ * the stored values are merged in, so a new provider still needs its required fields.
+ */
+const configInput = <S extends Record<string, z.ZodType>>(shape: S) =>
+  z.strictObject(
+    Object.fromEntries(Object.entries(shape).map(([k, s]) => [k, s.nullable().optional()])) as {
+      [K in keyof S]: z.ZodOptional<z.ZodNullable<S[K]>>;
+    },
+  );
 const masked = (what: string) => z.string().optional().describe(`${what}, masked (present only when set).`);
 const baseUrl = z.url({ protocol: /^https?$/ }).optional();
 
@@ -106,36 +115,35 @@ const upsertBase = {
     .uuid()
     .optional()
     .describe("When given, the provider with this id is updated, or created with this id; else `channel` is the key."),
-  workspaceId: WorkspaceId,
+  workspaceId: RequestWorkspaceId,
   channel: Channel.describe("Channel served; a workspace has one provider per channel."),
-  createdAt: ServerManaged,
-  updatedAt: ServerManaged,
+  ...serverManagedFields,
 };
 
 export const UpsertChannelProviderRequestBody = z
   .discriminatedUnion("type", [
-    z.object({
+    z.strictObject({
       ...upsertBase,
       type: z.literal("Smtp"),
-      config: z.strictObject({ ...smtp, password: secretInput(secret("Login password")) }),
+      config: configInput({ ...smtp, password: secret("Login password") }),
     }),
-    z.object({
+    z.strictObject({
       ...upsertBase,
       type: z.literal("Twilio"),
-      config: z.strictObject({ ...twilio, authToken: secretInput(secret("Twilio auth token")) }).superRefine(needsSender),
+      config: configInput({ ...twilio, authToken: secret("Twilio auth token") }),
     }),
-    z.object({ ...upsertBase, type: z.literal("Fcm"), config: z.strictObject({ ...fcm, serviceAccountJson: secretInput(serviceAccountJson(true)) }) }),
-    z.object({
+    z.strictObject({ ...upsertBase, type: z.literal("Fcm"), config: configInput({ ...fcm, serviceAccountJson: serviceAccountJson(true) }) }),
+    z.strictObject({
       ...upsertBase,
       type: z.literal("Expo"),
-      config: z.strictObject({ ...expo, accessToken: secretInput(secret("Expo access token")) }),
+      config: configInput({ ...expo, accessToken: secret("Expo access token") }),
     }),
-    z.object({
+    z.strictObject({
       ...upsertBase,
       type: z.literal("Webhook"),
-      config: z.strictObject({ signingSecret: secretInput(secret("HMAC-SHA256 key signing each request body")) }),
+      config: configInput({ signingSecret: secret("HMAC-SHA256 key signing each request body") }),
     }),
-    z.object({ ...upsertBase, type: z.literal("Log"), config: LogConfig.default({}) }),
+    z.strictObject({ ...upsertBase, type: z.literal("Log"), config: LogConfig.default({}) }),
   ])
   .superRefine((body, ctx) => {
     const allowed = providerTypesByChannel[body.channel];
@@ -148,7 +156,7 @@ export const UpsertChannelProviderRequestBody = z
     }
   })
   .describe(
-    "Creates or replaces the workspace's provider of a channel. `config` is replaced as a whole, except that secret fields omitted (or sent back masked) keep their stored value while the type stays the same.",
+    "Creates or updates the workspace's provider of a channel. While the type stays the same, `config` fields left out keep their stored value (secrets also when sent back masked) and `null` removes an optional field; a new provider, or one whose type changes, needs every required field of its type.",
   );
 export type UpsertChannelProviderRequestBody = z.infer<typeof UpsertChannelProviderRequestBody>;
 
@@ -158,6 +166,12 @@ const resourceBase = {
   channel: Channel,
   createdAt: EpochMillis,
   updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
+  secretsUnreadable: z
+    .literal(true)
+    .optional()
+    .describe(
+      "Present when the stored secrets cannot be decrypted with the server's TIDINGS_SECRET_KEY: their fields are left out of `config`; send new values with PUT.",
+    ),
 };
 
 export const ChannelProviderResource = z

@@ -2,36 +2,50 @@
 // The structural checks live here, in the schema, so the server, the SDK and the CLI reject the
 // same definitions with the same issue paths.
 import { z } from "./zod.js";
-import { EpochMillis, idParams, ListQuery, listResponse, ServerManaged, UserIdList, WorkspaceId, WorkspaceQuery } from "./common.js";
+import {
+  EpochMillis,
+  idParams,
+  ListQuery,
+  listResponse,
+  RequestWorkspaceId,
+  resourceName,
+  serverManagedFields,
+  UserIdList,
+  WorkspaceId,
+  WorkspaceQuery,
+} from "./common.js";
+
+// Every object of a definition is strict: a misspelt field (`within_seconds`) is a 400 naming it,
+// never a condition silently dropped.
 
 // --- Operators -------------------------------------------------------------------------------
 
 const Scalar = z.union([z.string(), z.number(), z.boolean()]);
 const WindowSeconds = z.number().int().positive().describe("Length of the window in seconds.");
 
-export const EqualsOperator = z.object({
+export const EqualsOperator = z.strictObject({
   type: z.literal("Equals"),
   value: Scalar.describe("The value must equal this (strings, numbers and booleans compare by type and value)."),
 });
-export const NotEqualsOperator = z.object({
+export const NotEqualsOperator = z.strictObject({
   type: z.literal("NotEquals"),
   value: Scalar.describe("The value must be present and differ from this."),
 });
-export const ExistsOperator = z.object({ type: z.literal("Exists") }).describe("The value is present and not null.");
-export const NotExistsOperator = z.object({ type: z.literal("NotExists") }).describe("The value is absent or null.");
-export const GreaterThanOrEqualOperator = z.object({
+export const ExistsOperator = z.strictObject({ type: z.literal("Exists") }).describe("The value is present and not null.");
+export const NotExistsOperator = z.strictObject({ type: z.literal("NotExists") }).describe("The value is absent or null.");
+export const GreaterThanOrEqualOperator = z.strictObject({
   type: z.literal("GreaterThanOrEqual"),
   value: z.number().describe("The numeric value must be ≥ this."),
 });
-export const LessThanOperator = z.object({
+export const LessThanOperator = z.strictObject({
   type: z.literal("LessThan"),
   value: z.number().describe("The numeric value must be < this."),
 });
 export const WithinOperator = z
-  .object({ type: z.literal("Within"), windowSeconds: WindowSeconds })
+  .strictObject({ type: z.literal("Within"), windowSeconds: WindowSeconds })
   .describe("The value, an ISO 8601 date or an epoch number (ms), lies within the last `windowSeconds`.");
 export const HasBeenOperator = z
-  .object({
+  .strictObject({
     type: z.literal("HasBeen"),
     comparator: z.enum(["GTE", "LT"]).describe("`GTE`: for at least the window; `LT`: for less than the window."),
     value: Scalar.describe("The value the trait has equalled."),
@@ -39,7 +53,7 @@ export const HasBeenOperator = z
   })
   .describe("The trait has equalled `value` for ≥ (GTE) or < (LT) `windowSeconds`.");
 export const AbsoluteTimestampOperator = z
-  .object({
+  .strictObject({
     type: z.literal("AbsoluteTimestamp"),
     absoluteTimestamp: EpochMillis.describe("The instant compared with (ms since epoch)."),
     direction: z.enum(["after", "before"]).describe("Whether the value's date must be after or before the instant."),
@@ -69,7 +83,7 @@ export const PropertyOperator = z
   .describe("Condition on an event property; any operator but `HasBeen`.");
 export type PropertyOperator = z.infer<typeof PropertyOperator>;
 
-export const PropertyCondition = z.object({
+export const PropertyCondition = z.strictObject({
   path: z.string().min(1).max(500).describe("Dot path into the event's `properties`, e.g. `plan.name`."),
   operator: PropertyOperator,
 });
@@ -79,7 +93,7 @@ export type PropertyCondition = z.infer<typeof PropertyCondition>;
 
 const NodeId = z.string().min(1).max(200).describe("Node identifier, unique within the definition.");
 const node = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
-  z.object({ type: z.literal(type), id: NodeId, ...shape });
+  z.strictObject({ type: z.literal(type), id: NodeId, ...shape });
 
 export const TraitSegmentNode = node("Trait", {
   path: z.string().min(1).max(500).describe("Dot path into the user's traits, e.g. `address.country`."),
@@ -214,7 +228,7 @@ function checkDefinition(def: { entryNode: SegmentNode; nodes: SegmentNode[] }, 
 }
 
 export const SegmentDefinition = z
-  .object({
+  .strictObject({
     entryNode: SegmentNode.describe(
       "The root node: the segment's members are the users for whom it is true. It may also be listed in `nodes`.",
     ),
@@ -258,13 +272,13 @@ export const SegmentResource = z
 export type SegmentResource = z.infer<typeof SegmentResource>;
 
 export const UpsertSegmentRequestBody = z
-  .object({
+  .strictObject({
     id: z
       .uuid()
       .optional()
       .describe("Upsert key. When given, the segment with this id is updated, or created with this id; else `name` is the key."),
-    workspaceId: WorkspaceId,
-    name: z.string().min(1).max(200).describe("Unique within the workspace; renaming onto another segment's name is a 409."),
+    workspaceId: RequestWorkspaceId,
+    name: resourceName("Unique within the workspace; renaming onto another segment's name is a 409."),
     definition: SegmentDefinition.optional().describe(
       "Omitted on create: a manual segment. Omitted on update: the stored definition is kept.",
     ),
@@ -273,10 +287,7 @@ export const UpsertSegmentRequestBody = z
       .nullable()
       .optional()
       .describe("An existing subscription group of the workspace; `null` unlinks; omitted keeps the stored value."),
-    createdAt: ServerManaged,
-    updatedAt: ServerManaged,
-    definitionUpdatedAt: ServerManaged,
-    lastRecomputed: ServerManaged,
+    ...serverManagedFields,
   })
   .describe("Creates or updates a segment.");
 export type UpsertSegmentRequestBody = z.infer<typeof UpsertSegmentRequestBody>;
@@ -291,8 +302,8 @@ export const SegmentListResponse = listResponse("segments", SegmentResource);
 export type SegmentListResponse = z.infer<typeof SegmentListResponse>;
 
 export const SegmentMembersRequestBody = z
-  .object({
-    workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+  .strictObject({
+    workspaceId: RequestWorkspaceId,
     add: UserIdList.optional().describe("User ids (or linked anonymousIds) to add; at most 1000."),
     remove: UserIdList.optional().describe("User ids (or linked anonymousIds) to remove; at most 1000."),
   })

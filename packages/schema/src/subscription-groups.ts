@@ -1,7 +1,18 @@
 // Subscription groups: per-channel lists users opt into (OptIn) or out of (OptOut), and the
 // users' explicit choices (assignments).
 import { z } from "./zod.js";
-import { EpochMillis, idParams, ListQuery, listResponse, ServerManaged, UserIdList, WorkspaceId, WorkspaceQuery } from "./common.js";
+import {
+  EpochMillis,
+  idParams,
+  ListQuery,
+  listResponse,
+  RequestWorkspaceId,
+  resourceName,
+  serverManagedFields,
+  UserIdList,
+  WorkspaceId,
+  WorkspaceQuery,
+} from "./common.js";
 
 export const Channel = z.enum(["Email", "Sms", "MobilePush", "Webhook"]).describe("Delivery channel.");
 export type Channel = z.infer<typeof Channel>;
@@ -25,17 +36,16 @@ export const SubscriptionGroupResource = z
 export type SubscriptionGroupResource = z.infer<typeof SubscriptionGroupResource>;
 
 export const UpsertSubscriptionGroupRequestBody = z
-  .object({
+  .strictObject({
     id: z
       .uuid()
       .optional()
       .describe("Upsert key. When given, the group with this id is updated, or created with this id; else `name` is the key."),
-    workspaceId: WorkspaceId,
-    name: z.string().min(1).max(200).describe("Unique within the workspace; renaming onto another group's name is a 409."),
+    workspaceId: RequestWorkspaceId,
+    name: resourceName("Unique within the workspace; renaming onto another group's name is a 409."),
     channel: Channel,
     type: SubscriptionGroupType,
-    createdAt: ServerManaged,
-    updatedAt: ServerManaged,
+    ...serverManagedFields,
   })
   .describe("Creates or updates a subscription group.");
 export type UpsertSubscriptionGroupRequestBody = z.infer<typeof UpsertSubscriptionGroupRequestBody>;
@@ -50,8 +60,8 @@ export const SubscriptionGroupListResponse = listResponse("subscriptionGroups", 
 export type SubscriptionGroupListResponse = z.infer<typeof SubscriptionGroupListResponse>;
 
 export const SubscriptionAssignmentsRequestBody = z
-  .object({
-    workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+  .strictObject({
+    workspaceId: RequestWorkspaceId,
     subscribe: UserIdList.optional().describe("User ids (or linked anonymousIds) to subscribe; at most 1000."),
     unsubscribe: UserIdList.optional().describe("User ids (or linked anonymousIds) to unsubscribe; at most 1000."),
   })

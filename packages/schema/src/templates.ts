@@ -1,7 +1,19 @@
 // Message templates: one definition per channel (every string field is a LiquidJS template),
 // the admin wire shapes around them, and the render preview.
 import { z } from "./zod.js";
-import { EpochMillis, idParams, JsonObject, ListQuery, listResponse, ServerManaged, WorkspaceId, WorkspaceQuery } from "./common.js";
+import {
+  EpochMillis,
+  idParams,
+  JsonObject,
+  ListQuery,
+  listResponse,
+  RequestWorkspaceId,
+  resourceName,
+  ServerManaged,
+  serverManagedFields,
+  WorkspaceId,
+  WorkspaceQuery,
+} from "./common.js";
 import { Channel } from "./subscription-groups.js";
 
 const liquid = (what: string, max = 10_000) =>
@@ -12,7 +24,7 @@ const LiquidMap = (what: string) =>
     .describe(`${what}; each value is a LiquidJS template.`);
 
 export const MobilePushTemplate = z
-  .object({
+  .strictObject({
     type: z.literal("MobilePush"),
     title: liquid("Notification title"),
     body: liquid("Notification body"),
@@ -23,7 +35,7 @@ export const MobilePushTemplate = z
 export type MobilePushTemplate = z.infer<typeof MobilePushTemplate>;
 
 export const EmailTemplate = z
-  .object({
+  .strictObject({
     type: z.literal("Email"),
     from: liquid("Sender, e.g. `Acme <hello@acme.test>`", 1_000),
     subject: liquid("Subject line", 2_000),
@@ -37,12 +49,12 @@ export const EmailTemplate = z
 export type EmailTemplate = z.infer<typeof EmailTemplate>;
 
 export const SmsTemplate = z
-  .object({ type: z.literal("Sms"), body: liquid("Message text", 2_000) })
+  .strictObject({ type: z.literal("Sms"), body: liquid("Message text", 2_000) })
   .openapi("SmsTemplate");
 export type SmsTemplate = z.infer<typeof SmsTemplate>;
 
 export const WebhookTemplate = z
-  .object({
+  .strictObject({
     type: z.literal("Webhook"),
     url: liquid("Target URL", 2_000),
     method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).describe("HTTP method."),
@@ -75,13 +87,13 @@ export const MessageTemplateResource = z
 export type MessageTemplateResource = z.infer<typeof MessageTemplateResource>;
 
 export const UpsertMessageTemplateRequestBody = z
-  .object({
+  .strictObject({
     id: z
       .uuid()
       .optional()
       .describe("Upsert key. When given, the template with this id is updated, or created with this id; else `name` is the key."),
-    workspaceId: WorkspaceId,
-    name: z.string().min(1).max(200).describe("Unique within the workspace; renaming onto another template's name is a 409."),
+    workspaceId: RequestWorkspaceId,
+    name: resourceName("Unique within the workspace; renaming onto another template's name is a 409."),
     definition: MessageTemplateDefinition.nullable()
       .optional()
       .describe("Omitted: the stored definition is kept. `null`: removes it. Liquid syntax errors are a 400 naming the field."),
@@ -89,8 +101,7 @@ export const UpsertMessageTemplateRequestBody = z
       .optional()
       .describe("Omitted: the stored draft is kept. `null`: removes it."),
     type: ServerManaged,
-    createdAt: ServerManaged,
-    updatedAt: ServerManaged,
+    ...serverManagedFields,
   })
   .describe("Creates or updates a message template.");
 export type UpsertMessageTemplateRequestBody = z.infer<typeof UpsertMessageTemplateRequestBody>;
@@ -105,8 +116,8 @@ export const MessageTemplateListResponse = listResponse("templates", MessageTemp
 export type MessageTemplateListResponse = z.infer<typeof MessageTemplateListResponse>;
 
 export const RenderTemplateRequestBody = z
-  .object({
-    workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
+  .strictObject({
+    workspaceId: RequestWorkspaceId,
     templateId: z.uuid().optional().describe("A stored template to render. Give this or `definition`."),
     source: z
       .enum(["definition", "draft"])

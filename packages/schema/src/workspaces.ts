@@ -1,6 +1,16 @@
 // Workspaces and the keys that act on them.
 import { z } from "./zod.js";
-import { EpochMillis, WorkspaceId } from "./common.js";
+import {
+  Cursor,
+  EpochMillis,
+  idParams,
+  listResponse,
+  PageLimit,
+  RequestWorkspaceId,
+  resourceName,
+  WorkspaceId,
+  WorkspaceQuery,
+} from "./common.js";
 
 export const WorkspaceResource = z.object({
   id: WorkspaceId,
@@ -9,10 +19,18 @@ export const WorkspaceResource = z.object({
 });
 export type WorkspaceResource = z.infer<typeof WorkspaceResource>;
 
-export const CreateWorkspaceRequestBody = z.object({
-  name: z.string().min(1).max(200).describe("Unique workspace name."),
+export const CreateWorkspaceRequestBody = z.strictObject({
+  name: resourceName("Unique workspace name."),
 });
 export type CreateWorkspaceRequestBody = z.infer<typeof CreateWorkspaceRequestBody>;
+
+export const WorkspaceParams = idParams("Workspace");
+
+export const WorkspaceListQuery = z.object({ cursor: Cursor.optional(), limit: PageLimit });
+export type WorkspaceListQuery = z.infer<typeof WorkspaceListQuery>;
+
+export const WorkspaceListResponse = listResponse("workspaces", WorkspaceResource);
+export type WorkspaceListResponse = z.infer<typeof WorkspaceListResponse>;
 
 export const ApiKeyKind = z.enum(["Admin", "Write"]).describe("Admin keys call /api/admin; write keys ingest events.");
 export type ApiKeyKind = z.infer<typeof ApiKeyKind>;
@@ -33,11 +51,24 @@ export const CreatedApiKeyResponse = ApiKeyResource.extend({
 });
 export type CreatedApiKeyResponse = z.infer<typeof CreatedApiKeyResponse>;
 
-export const CreateApiKeyRequestBody = z.object({
-  workspaceId: WorkspaceId.optional().describe("Defaults to the admin key's workspace and must match it."),
-  name: z.string().min(1).max(200).optional(),
-});
+const keyName = resourceName("A label to recognise the key by.").optional();
+
+// Every field of these bodies is optional, so the body itself is: left out, empty or `null`
+// (Fastify hands a missing body to validation as `null`).
+export const CreateApiKeyRequestBody = z
+  .strictObject({ workspaceId: RequestWorkspaceId, name: keyName })
+  .nullish()
+  .describe("Every field is optional; the body may be left out, empty or `null`.");
 export type CreateApiKeyRequestBody = z.infer<typeof CreateApiKeyRequestBody>;
+
+export const CreateWorkspaceApiKeyRequestBody = z
+  .strictObject({ name: keyName })
+  .nullish()
+  .describe("The body may be left out, empty or `null`.");
+export type CreateWorkspaceApiKeyRequestBody = z.infer<typeof CreateWorkspaceApiKeyRequestBody>;
+
+export const ApiKeyParams = idParams("Key");
+export const ApiKeyQuery = WorkspaceQuery;
 
 export const ApiKeyListResponse = z.object({
   items: z.array(ApiKeyResource),

@@ -24,12 +24,23 @@ export class ApiError extends Error {
 export const badRequest = (message: string, issues?: ErrorIssue[]) => new ApiError("VALIDATION_FAILED", message, issues);
 export const notFound = (what: string) => new ApiError("NOT_FOUND", `${what} not found`);
 
+const joinPath = (path: readonly PropertyKey[]) => path.map(String).join(".") || "(body)";
+
+/**
+ * One issue per offending field. zod reports all unknown keys of an object in one
+ * `unrecognized_keys` issue at the object's path; each key gets its own issue, the key appended
+ * to the path, so the client sees which field to fix.
+ */
+function fieldIssues(path: readonly PropertyKey[], code: string, message: string, keys: unknown): ErrorIssue[] {
+  if (code === "unrecognized_keys" && Array.isArray(keys) && keys.length > 0) {
+    return keys.map((key) => ({ path: joinPath([...path, String(key)]), message: `unknown field ${JSON.stringify(String(key))}` }));
+  }
+  return [{ path: joinPath(path), message }];
+}
+
 /** Turns zod issues into our issue list, prefixing paths (e.g. with `batch`). */
 export function zodIssues(err: ZodError, prefix: (string | number)[] = []): ErrorIssue[] {
-  return err.issues.map((i) => ({
-    path: [...prefix, ...i.path].map(String).join(".") || "(body)",
-    message: i.message,
-  }));
+  return err.issues.flatMap((i) => fieldIssues([...prefix, ...i.path], i.code, i.message, "keys" in i ? i.keys : undefined));
 }
 
 /** Fastify's own error codes that are the client's fault. */
@@ -51,9 +62,10 @@ function toApiError(err: FastifyError | Error): ApiError | null {
   if (err instanceof ApiError) return err;
   if (hasZodFastifySchemaValidationErrors(err)) {
     const where = (err as FastifyError & { validationContext?: string }).validationContext ?? "body";
-    const issues = err.validation.map((v) => {
-      const path = v.instancePath.replace(/^\//, "").split("/").filter(Boolean).join(".");
-      return { path: where === "body" ? path || "(body)" : [where, path].filter(Boolean).join("."), message: v.message ?? "invalid" };
+    const issues = err.validation.flatMap((v) => {
+      const path = v.instancePath.split("/").filter(Boolean);
+      const params = v.params as { keys?: unknown } | undefined;
+      return fieldIssues(where === "body" ? path : [where, ...path], v.keyword, v.message ?? "invalid", params?.keys);
     });
     return new ApiError("VALIDATION_FAILED", "The request does not match the schema", issues);
   }

@@ -138,7 +138,14 @@ export function compileDraft(draft: JourneyDraft): CompileResult {
         const v = p.variant;
         const required = v.type === "Second" ? ["seconds"] : v.type === "LocalTime" ? ["hour"] : ["userProperty"];
         for (const f of required) need((v as Record<string, unknown>)[f], i, `variant.${f}`);
-        nodes.push({ id: node.id, type: p.type, variant: v, child: next(node, i) });
+        // Only the variant's own fields: editor state kept next to them stays in the draft.
+        const variant =
+          v.type === "Second"
+            ? { type: v.type, seconds: v.seconds }
+            : v.type === "LocalTime"
+              ? { type: v.type, hour: v.hour, minute: v.minute }
+              : { type: v.type, userProperty: v.userProperty, offsetSeconds: v.offsetSeconds };
+        nodes.push({ id: node.id, type: p.type, variant, child: next(node, i) });
         break;
       }
       case "MessageNode":

@@ -97,3 +97,63 @@ describe("admin API keys", () => {
     expect(res.status).toBe(401);
   });
 });
+
+describe("the last active admin key", () => {
+  const adminKeys = (workspaceId: string) =>
+    t.ctx.db.prisma.apiKey.findMany({ where: { workspaceId, kind: "Admin" }, orderBy: { createdAt: "asc" } });
+  const revoke = (key: string, id: string) => request(t.url, "DELETE", `/api/admin/api-keys/${id}`, { headers: bearer(key) });
+
+  it("cannot be revoked: 409 saying why, and the key keeps working", async () => {
+    const ws = await t.newWorkspace();
+    const [only] = await adminKeys(ws.id);
+    const res = await revoke(ws.adminKey, only!.id);
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe("CONFLICT");
+    expect(res.body.error.message).toMatch(/last active admin API key/);
+    expect((await events(ws.adminKey)).status).toBe(200);
+    expect((await adminKeys(ws.id))[0]!.revokedAt).toBeNull();
+  });
+
+  it("can be revoked once another admin key exists; revoked keys do not count; revoking twice changes nothing", async () => {
+    const ws = await t.newWorkspace();
+    const [first] = await adminKeys(ws.id);
+    const second = await request(t.url, "POST", "/api/admin/api-keys", { headers: bearer(ws.adminKey), body: { name: "second" } });
+    expect((await revoke(ws.adminKey, first!.id)).status).toBe(204);
+    const revokedAt = (await adminKeys(ws.id))[0]!.revokedAt;
+    expect(revokedAt).not.toBeNull();
+    // The revoked key no longer counts: the second one is now the last.
+    const last = await revoke(second.body.key, second.body.id);
+    expect(last.status).toBe(409);
+    expect((await revoke(second.body.key, first!.id)).status).toBe(204);
+    expect((await adminKeys(ws.id))[0]!.revokedAt).toEqual(revokedAt);
+  });
+
+  it("write keys are not protected: the last one can be revoked", async () => {
+    const ws = await t.newWorkspace();
+    const [write] = await t.ctx.db.prisma.apiKey.findMany({ where: { workspaceId: ws.id, kind: "Write" } });
+    const res = await request(t.url, "DELETE", `/api/admin/write-keys/${write!.id}`, { headers: bearer(ws.adminKey) });
+    expect(res.status).toBe(204);
+  });
+
+  it("holds under concurrency: of two simultaneous revokes of the last two keys, exactly one succeeds", async () => {
+    for (let round = 0; round < 8; round++) {
+      const ws = await t.newWorkspace();
+      const [first] = await adminKeys(ws.id);
+      const second = await request(t.url, "POST", "/api/admin/api-keys", { headers: bearer(ws.adminKey), body: {} });
+      // Both keys are used once, so both requests pass the key check at once (cached).
+      expect((await events(ws.adminKey)).status).toBe(200);
+      expect((await events(second.body.key)).status).toBe(200);
+      const results = await Promise.all([revoke(ws.adminKey, first!.id), revoke(second.body.key, second.body.id)]);
+      expect(results.map((r) => r.status).sort(), `round ${round}`).toEqual([204, 409]);
+      const active = (await adminKeys(ws.id)).filter((k) => k.revokedAt === null);
+      expect(active).toHaveLength(1);
+    }
+  });
+
+  it("a workspaceId naming another workspace is a 403 on revoke too", async () => {
+    const [mine] = await adminKeys(t.workspace.id);
+    const res = await request(t.url, "DELETE", `/api/admin/api-keys/${mine!.id}?workspaceId=${other.id}`, { headers: admin() });
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe("FORBIDDEN");
+  });
+});

@@ -2,6 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "../support/app.ts";
+import { bearer, request } from "../support/http.ts";
 import {
   edge,
   fullDraft,
@@ -31,6 +32,52 @@ const issue = (path: string, message: string | RegExp) => ({
   message: typeof message === "string" ? expect.stringContaining(message) : expect.stringMatching(message),
 });
 
+/** entry on an event → wait-for → random cohort → LocalTime / UserProperty delays → exit. */
+const waitAndCohortDraft = () => ({
+  nodes: [
+    uiNode("in", { type: "EntryUiNode", variant: { type: "EventEntryNode", event: "Signed Up" } }),
+    uiNode("wait", {
+      type: "WaitForNode",
+      timeoutSeconds: 600,
+      timeoutLabelNodeId: "wait-timeout",
+      segmentChildren: [{ labelNodeId: "wait-in", segmentId: vip }],
+    }),
+    labelNode("wait-in", "in segment"),
+    labelNode("wait-timeout", "timed out"),
+    uiNode("ab", {
+      type: "RandomCohortNode",
+      cohortChildren: [
+        { labelNodeId: "ab-a", percent: 25, name: "A" },
+        { labelNodeId: "ab-b", percent: 75, name: "B" },
+      ],
+    }),
+    labelNode("ab-a", "A"),
+    labelNode("ab-b", "B"),
+    uiNode("morning", { type: "DelayNode", variant: { type: "LocalTime", hour: 9 } }),
+    uiNode("before", { type: "DelayNode", variant: { type: "UserProperty", userProperty: "trial.endsAt", offsetSeconds: -86400 } }),
+    uiNode("out", { type: "ExitNode" }),
+  ],
+  edges: [
+    edge("in", "wait"),
+    edge("wait-in", "ab"),
+    edge("wait-timeout", "out"),
+    edge("ab-a", "morning"),
+    edge("ab-b", "before"),
+    edge("morning", "out"),
+    edge("before", "out"),
+  ],
+});
+
+/** What a graph editor keeps next to the draft's own fields, added to every object at every level. */
+function withEditorState<T>(value: T, depth = 0): T {
+  if (Array.isArray(value)) return value.map((v) => withEditorState(v, depth + 1)) as T;
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = withEditorState(v, depth + 1);
+  out[`editor${depth}`] = { position: { x: depth * 40, y: -12.5 }, width: 180, selected: depth % 2 === 0, label: null };
+  return out as T;
+}
+
 describe("compiling a draft", () => {
   it("compiles entry → delay → segment split → message → exit into the definition", async () => {
     const draft = fullDraft({ entrySegment: seg, splitSegment: vip, templateId: tpl });
@@ -51,40 +98,7 @@ describe("compiling a draft", () => {
   });
 
   it("compiles wait-for, random-cohort, event entry and the other delays", async () => {
-    const draft = {
-      nodes: [
-        uiNode("in", { type: "EntryUiNode", variant: { type: "EventEntryNode", event: "Signed Up" } }),
-        uiNode("wait", {
-          type: "WaitForNode",
-          timeoutSeconds: 600,
-          timeoutLabelNodeId: "wait-timeout",
-          segmentChildren: [{ labelNodeId: "wait-in", segmentId: vip }],
-        }),
-        labelNode("wait-in", "in segment"),
-        labelNode("wait-timeout", "timed out"),
-        uiNode("ab", {
-          type: "RandomCohortNode",
-          cohortChildren: [
-            { labelNodeId: "ab-a", percent: 25, name: "A" },
-            { labelNodeId: "ab-b", percent: 75, name: "B" },
-          ],
-        }),
-        labelNode("ab-a", "A"),
-        labelNode("ab-b", "B"),
-        uiNode("morning", { type: "DelayNode", variant: { type: "LocalTime", hour: 9 } }),
-        uiNode("before", { type: "DelayNode", variant: { type: "UserProperty", userProperty: "trial.endsAt", offsetSeconds: -86400 } }),
-        uiNode("out", { type: "ExitNode" }),
-      ],
-      edges: [
-        edge("in", "wait"),
-        edge("wait-in", "ab"),
-        edge("wait-timeout", "out"),
-        edge("ab-a", "morning"),
-        edge("ab-b", "before"),
-        edge("morning", "out"),
-        edge("before", "out"),
-      ],
-    };
+    const draft = waitAndCohortDraft();
     const res = await putJourney(t, { draft });
     expect(res.status).toBe(200);
     expect(res.body.definition).toEqual({
@@ -104,6 +118,27 @@ describe("compiling a draft", () => {
       ],
       exitNode: { type: "ExitNode", id: "ExitNode" },
     });
+  });
+
+  it("keeps editor state at every level of the draft: PUT then GET return it untouched; the definition never sees it", async () => {
+    const plain = fullDraft({ entrySegment: seg, splitSegment: vip, templateId: tpl });
+    const draft = withEditorState({ ...plain, nodes: [...plain.nodes, ...waitAndCohortDraft().nodes.slice(1, -1)] });
+    // The wait/cohort steps dangle (no edges): the draft is stored as is, without a definition.
+    const incomplete = await putJourney(t, { draft });
+    expect(incomplete.status, JSON.stringify(incomplete.body)).toBe(200);
+    expect(incomplete.body.draft).toEqual(draft);
+    const got = await request(t.url, "GET", `/api/admin/journeys/${incomplete.body.id}`, { headers: bearer(t.workspace.adminKey) });
+    expect(got.body.draft).toEqual(draft);
+
+    // A complete draft decorated the same way compiles to exactly the definition of the plain one.
+    const complete = withEditorState(waitAndCohortDraft());
+    const res = await putJourney(t, { draft: complete });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const again = await request(t.url, "GET", `/api/admin/journeys/${res.body.id}`, { headers: bearer(t.workspace.adminKey) });
+    expect(again.body.draft).toEqual(complete);
+    const reference = await putJourney(t, { draft: waitAndCohortDraft() });
+    expect(again.body.definition).toEqual(reference.body.definition);
+    expect(JSON.stringify(again.body.definition)).not.toContain("editor");
   });
 
   it("stores an incomplete draft without a definition", async () => {
@@ -221,6 +256,30 @@ describe("validating a definition", () => {
         ],
       }),
       [issue("definition.nodes.0.segment", "no segment"), issue("definition.nodes.1.segmentChildren.0.segmentId", "no segment")],
+    ],
+    [
+      "misspelt fields at any depth (unlike the draft, the definition keeps nothing it does not know)",
+      () => ({
+        entryNode: { type: "EntryNode", segment: seg, child: "w", delaySeconds: 5 },
+        nodes: [
+          {
+            id: "w",
+            type: "WaitForNode",
+            segmentChildren: [{ segmentId: seg, child: "d", segmentID: seg }],
+            timeoutSeconds: 60,
+            timeoutChild: "ExitNode",
+          },
+          { id: "d", type: "DelayNode", variant: { type: "Second", seconds: 5, jitterSeconds: 1 }, child: "ExitNode", position: { x: 1, y: 2 } },
+        ],
+        exitNode: { type: "ExitNode", label: "done" },
+      }),
+      [
+        issue("definition.entryNode.delaySeconds", 'unknown field "delaySeconds"'),
+        issue("definition.nodes.0.segmentChildren.0.segmentID", 'unknown field "segmentID"'),
+        issue("definition.nodes.1.variant.jitterSeconds", 'unknown field "jitterSeconds"'),
+        issue("definition.nodes.1.position", 'unknown field "position"'),
+        issue("definition.exitNode.label", 'unknown field "label"'),
+      ],
     ],
   ];
 

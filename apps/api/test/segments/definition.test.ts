@@ -143,6 +143,48 @@ describe("PUT /api/admin/segments definitions", () => {
     expect(issuePaths(res)).toEqual(["definition.entryNode.properties.0.operator.type"]);
   });
 
+  it("refuses a misspelt field instead of dropping it: `within_seconds` is not saved as 'ever performed'", async () => {
+    const name = "Bought this week";
+    const res = await put({
+      name,
+      definition: {
+        entryNode: { type: "And", id: "root", children: ["p"] },
+        nodes: [
+          { type: "Everyone", id: "e" },
+          { type: "Performed", id: "p", event: "Order Completed", within_seconds: 604800 },
+        ],
+      },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("VALIDATION_FAILED");
+    expect(res.body.error.issues).toEqual([
+      { path: "definition.nodes.1.within_seconds", message: 'unknown field "within_seconds"' },
+    ]);
+    const list = await request(t.url, "GET", "/api/admin/segments?limit=500", { headers: bearer(t.workspace.adminKey) });
+    expect(list.body.items.map((s: { name: string }) => s.name)).not.toContain(name);
+  });
+
+  it("refuses unknown fields at every depth, one issue per field", async () => {
+    const res = await putDefinition({
+      entryNode: {
+        type: "Performed",
+        id: "p",
+        event: "e",
+        properties: [{ path: "a", operator: { type: "Equals", value: 1, caseInsensitive: true }, negate: true }],
+      },
+      nodes: [{ type: "Trait", id: "t", path: "plan", operator: { type: "Exists" }, optional: true, weight: 2 }],
+      exitNode: {},
+    });
+    expect(res.status).toBe(400);
+    expect(issuePaths(res).sort()).toEqual([
+      "definition.entryNode.properties.0.negate",
+      "definition.entryNode.properties.0.operator.caseInsensitive",
+      "definition.exitNode",
+      "definition.nodes.0.optional",
+      "definition.nodes.0.weight",
+    ]);
+  });
+
   it("rejects malformed node fields with their paths", async () => {
     const res = await putDefinition({
       entryNode: { type: "Or", id: "o", children: ["r", "w"] },

@@ -150,10 +150,18 @@ describe("PUT /api/admin/segments upserts", () => {
     expect(unlinked.body.subscriptionGroupId).toBeUndefined();
   });
 
-  it("validates the body: name required, workspaceId required", async () => {
+  it("validates the body: name required and not blank; workspaceId optional (the key's workspace)", async () => {
     const res = await request(t.url, "PUT", "/api/admin/segments", { headers: admin(), body: { definition: trait("x") } });
     expect(res.status).toBe(400);
-    expect(res.body.error.issues.map((i: { path: string }) => i.path).sort()).toEqual(["name", "workspaceId"]);
+    expect(res.body.error.issues.map((i: { path: string }) => i.path)).toEqual(["name"]);
+    const blank = await put({ name: " \t " });
+    expect(blank.status).toBe(400);
+    expect(blank.body.error.issues).toEqual([{ path: "name", message: "must not be empty or only whitespace" }]);
+    const noWorkspace = await request(t.url, "PUT", "/api/admin/segments", { headers: admin(), body: { name: "  Keyless  " } });
+    expect(noWorkspace.status).toBe(200);
+    expect(noWorkspace.body).toMatchObject({ workspaceId: t.workspace.id, name: "Keyless" });
+    // Trimmed names are the upsert key: the padded name finds the same segment.
+    expect((await put({ name: "Keyless\n" })).body.id).toBe(noWorkspace.body.id);
   });
 });
 

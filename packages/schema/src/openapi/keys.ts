@@ -1,21 +1,27 @@
 // Workspaces and their keys.
-import { z } from "zod";
 import {
   ApiKeyListResponse,
+  ApiKeyParams,
+  ApiKeyQuery,
   CreateApiKeyRequestBody,
   CreatedApiKeyResponse,
+  CreateWorkspaceApiKeyRequestBody,
   CreateWorkspaceRequestBody,
   CreateWorkspaceResponse,
+  WorkspaceListQuery,
+  WorkspaceListResponse,
+  WorkspaceParams,
 } from "../workspaces.js";
 import { adminErrors, adminKey, errors, json, registry, rootKey } from "./registry.js";
 
 export function registerKeysPaths() {
+  const rootSecurity = [{ [rootKey.name]: [] }];
   registry.registerPath({
     method: "post",
     path: "/api/admin/workspaces",
     tags: ["Workspaces"],
     summary: "Create a workspace with a write key and an admin API key",
-    security: [{ [rootKey.name]: [] }],
+    security: rootSecurity,
     request: { body: json(CreateWorkspaceRequestBody) },
     responses: {
       201: { description: "Created. The keys are shown only here.", ...json(CreateWorkspaceResponse) },
@@ -23,17 +29,46 @@ export function registerKeysPaths() {
     },
   });
 
+  registry.registerPath({
+    method: "get",
+    path: "/api/admin/workspaces",
+    tags: ["Workspaces"],
+    summary: "List workspaces, ordered by name then id",
+    security: rootSecurity,
+    request: { query: WorkspaceListQuery },
+    responses: {
+      200: { description: "A page of workspaces.", ...json(WorkspaceListResponse) },
+      ...errors("VALIDATION_FAILED", "UNAUTHORIZED", "INTERNAL"),
+    },
+  });
+
+  registry.registerPath({
+    method: "post",
+    path: "/api/admin/workspaces/{id}/api-keys",
+    tags: ["Workspaces"],
+    summary: "Create an admin API key for any workspace",
+    description:
+      "For an operator who lost a workspace's keys: the root key mints a new admin API key for the workspace. The key is shown only in this response.",
+    security: rootSecurity,
+    request: { params: WorkspaceParams, body: { ...json(CreateWorkspaceApiKeyRequestBody), required: false } },
+    responses: {
+      201: { description: "Created; `key` is shown only here.", ...json(CreatedApiKeyResponse) },
+      ...errors("VALIDATION_FAILED", "UNAUTHORIZED", "NOT_FOUND", "INTERNAL"),
+    },
+  });
+
   for (const [path, kind] of [
     ["/api/admin/api-keys", "admin API key"],
     ["/api/admin/write-keys", "write key"],
   ] as const) {
+    const isAdmin = path === "/api/admin/api-keys";
     registry.registerPath({
       method: "post",
       path,
       tags: ["Keys"],
       summary: `Create a ${kind}`,
       security: [{ [adminKey.name]: [] }],
-      request: { body: json(CreateApiKeyRequestBody) },
+      request: { body: { ...json(CreateApiKeyRequestBody), required: false } },
       responses: { 201: { description: "Created; `key` is shown only here.", ...json(CreatedApiKeyResponse) }, ...adminErrors() },
     });
     registry.registerPath({
@@ -42,7 +77,7 @@ export function registerKeysPaths() {
       tags: ["Keys"],
       summary: `List ${kind}s (without the keys themselves)`,
       security: [{ [adminKey.name]: [] }],
-      request: { query: z.object({ workspaceId: z.uuid().optional() }) },
+      request: { query: ApiKeyQuery },
       responses: { 200: { description: "The keys.", ...json(ApiKeyListResponse) }, ...adminErrors() },
     });
     registry.registerPath({
@@ -50,9 +85,15 @@ export function registerKeysPaths() {
       path: `${path}/{id}`,
       tags: ["Keys"],
       summary: `Revoke a ${kind}`,
+      ...(isAdmin
+        ? {
+            description:
+              "Revoking an already revoked key changes nothing (204). The last active admin API key of a workspace cannot be revoked (409): create another one first, so the workspace never locks itself out.",
+          }
+        : { description: "Revoking an already revoked key changes nothing (204)." }),
       security: [{ [adminKey.name]: [] }],
-      request: { params: z.object({ id: z.uuid() }) },
-      responses: { 204: { description: "Revoked." }, ...adminErrors("NOT_FOUND") },
+      request: { params: ApiKeyParams, query: ApiKeyQuery },
+      responses: { 204: { description: "Revoked." }, ...(isAdmin ? adminErrors("NOT_FOUND", "CONFLICT") : adminErrors("NOT_FOUND")) },
     });
   }
 }

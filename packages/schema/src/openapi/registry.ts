@@ -25,7 +25,7 @@ export const adminKey = registry.registerComponent("securitySchemes", "adminApiK
 export const rootKey = registry.registerComponent("securitySchemes", "rootKey", {
   type: "http",
   scheme: "bearer",
-  description: "The root key (TIDINGS_ROOT_KEY); only creates workspaces.",
+  description: "The root key (TIDINGS_ROOT_KEY): creates and lists workspaces and mints admin API keys for them.",
 });
 
 // Named, so every error response is a $ref to the one ErrorResponse component, not a copy of it.
