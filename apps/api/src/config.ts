@@ -50,6 +50,10 @@ const EnvSchema = z.object({
   TIDINGS_INGEST_RATE_LIMIT: z.coerce.number().int().min(0).default(0),
   TIDINGS_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
   TIDINGS_INGEST_COMMITS: z.coerce.number().int().min(1).max(32).default(1),
+  TIDINGS_PUBLIC_URL: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .describe("Base of every link the server makes (unsubscribe links); defaults to http://HOST:PORT."),
   TIDINGS_CORS_ORIGINS: z
     .string()
     .transform((v, ctx): "*" | string[] => (v.trim() === "*" ? "*" : parseOrigins(v, ctx)))
@@ -79,6 +83,8 @@ export interface Config {
   keyCacheSeconds: number;
   /** Ingestion transactions in flight at once per process (each gathers every waiting request). */
   ingestCommits: number;
+  /** Base of every link the server makes (no trailing slash); never taken from a request's Host header. */
+  publicUrl: string;
   /** Browser origins allowed on the public ingestion routes (`*`: any). */
   corsOrigins: "*" | string[];
   /** Browser origins allowed on the admin routes; empty: admin answers no CORS at all. */
@@ -127,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     keyCacheSeconds: e.TIDINGS_KEY_CACHE_SECONDS,
     ingestCommits: e.TIDINGS_INGEST_COMMITS,
+    publicUrl: (e.TIDINGS_PUBLIC_URL ?? `http://${/^(0\.0\.0\.0|::)$/.test(e.HOST) ? "127.0.0.1" : e.HOST}:${e.PORT}`).replace(/\/+$/, ""),
     corsOrigins: e.TIDINGS_CORS_ORIGINS,
     adminCorsOrigins: e.TIDINGS_ADMIN_CORS_ORIGINS,
   };

@@ -68,7 +68,8 @@ export function verifyUnsubscribeToken(secretKey: string, token: string, now = D
 
 /** The public link for a token, on the server's base URL (scheme, host and port). */
 export function unsubscribeUrl(baseUrl: string, token: string): string {
-  const url = new URL(UNSUBSCRIBE_PATH, baseUrl);
+  // Appended, not resolved: a public URL with a path (behind a proxy) keeps it.
+  const url = new URL(`${baseUrl.replace(/\/+$/, "")}${UNSUBSCRIBE_PATH}`);
   url.searchParams.set("token", token);
   return url.toString();
 }

@@ -57,7 +57,7 @@ export const templateRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (fa
     async (request) =>
       renderTemplateRequest(prisma, workspaceOf(request, request.body.workspaceId), request.body, {
         secretKey: ctx.config.secretKey,
-        baseUrl: `${request.protocol}://${request.host}`,
+        baseUrl: ctx.config.publicUrl,
       }),
   );
 };

@@ -11,6 +11,13 @@ describe("configuration", () => {
     expect(c.dataDir).toMatch(/\.tidings$/);
   });
 
+  it("TIDINGS_PUBLIC_URL: the base of links, defaulting to the listen address", () => {
+    expect(loadConfig({}).publicUrl).toBe("http://127.0.0.1:3000");
+    expect(loadConfig({ HOST: "0.0.0.0", PORT: "8080" }).publicUrl).toBe("http://127.0.0.1:8080");
+    expect(loadConfig({ TIDINGS_PUBLIC_URL: "https://mail.acme.test/tidings/" }).publicUrl).toBe("https://mail.acme.test/tidings");
+    expect(() => loadConfig({ TIDINGS_PUBLIC_URL: "mail.acme.test" })).toThrow(/TIDINGS_PUBLIC_URL/);
+  });
+
   it("names each invalid variable", () => {
     expect(() => loadConfig({ PORT: "http", TIDINGS_ROLE: "boss" })).toThrow(ConfigError);
     try {

@@ -1,16 +1,18 @@
 import { randomUUID } from "node:crypto";
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyUnsubscribeToken } from "../../src/messaging/unsubscribe-token.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
 
 const PATH = "/api/admin/content/templates";
+const PUBLIC_URL = "https://mail.acme.test/tidings";
 let t: TestApp;
 const admin = () => bearer(t.workspace.adminKey);
 const render = (body: Record<string, unknown>) => request(t.url, "POST", `${PATH}/render`, { headers: admin(), body });
 
 beforeAll(async () => {
-  t = await createTestApp();
+  t = await createTestApp({ publicUrl: PUBLIC_URL });
   const identify = await request(t.url, "POST", "/api/public/apps/identify", {
     headers: basic(t.workspace.writeKey),
     body: { userId: "ada", messageId: randomUUID(), traits: { firstName: "Ada", email: "ada@example.test", plan: "pro" } },
@@ -22,6 +24,25 @@ afterAll(async () => {
 });
 
 describe("POST /api/admin/content/templates/render", () => {
+  it("builds links on TIDINGS_PUBLIC_URL whatever Host the request names", async () => {
+    // node:http, because fetch does not let a caller set Host.
+    const body = JSON.stringify({ definition: { type: "Sms", body: "{{ unsubscribe_url }}" }, user: { id: "u1" } });
+    const { port } = new URL(t.url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = http.request(
+        { host: "127.0.0.1", port, method: "POST", path: `${PATH}/render`, headers: { ...admin(), host: "evil.example", "content-type": "application/json" } },
+        (res) => {
+          let out = "";
+          res.on("data", (d) => (out += d));
+          res.on("end", () => resolve(out));
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+    expect(JSON.parse(text).rendered.body).toMatch(new RegExp(`^${PUBLIC_URL.replace(/\./g, "\\.")}/api/public/subscriptions/unsubscribe\\?token=`));
+  });
+
   it("renders a stored template for an identified user (templateId + userId)", async () => {
     const stored = await request(t.url, "PUT", PATH, {
       headers: admin(),
@@ -53,8 +74,8 @@ describe("POST /api/admin/content/templates/render", () => {
 
     const href = /href="([^"]+)"/.exec(res.body.rendered.body)?.[1];
     const link = new URL(href!);
-    expect(link.pathname).toBe("/api/public/subscriptions/unsubscribe");
-    expect(link.origin).toBe(new URL(t.url).origin);
+    // TIDINGS_PUBLIC_URL (path kept), never the request's Host.
+    expect(`${link.origin}${link.pathname}`).toBe(`${PUBLIC_URL}/api/public/subscriptions/unsubscribe`);
     const verified = verifyUnsubscribeToken(t.ctx.config.secretKey!, link.searchParams.get("token")!);
     expect(verified).toMatchObject({ ok: true, payload: { workspaceId: t.workspace.id, userId: "ada" } });
 
