@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";
 import {
   edge,
+  emptyNode,
   fullDraft,
   insertGroup,
   insertSegment,
@@ -174,6 +175,155 @@ describe("compiling a draft", () => {
     const cycle = await putJourney(t, { draft: looped });
     expect(cycle.status).toBe(400);
     expect(cycle.body.error.issues).toEqual([issue("draft.nodes.5", "closes a cycle")]);
+  });
+});
+
+describe("compiling each kind of step", () => {
+  const props = (i: number, field: string) => `draft.nodes.${i}.data.nodeTypeProps.${field}`;
+
+  it("wait-for on several segments, a message's subscription group, the entry's own child, delay defaults", async () => {
+    const group = await insertGroup(t, t.workspace.id);
+    const draft = {
+      nodes: [
+        // No outgoing edge: the entry's `child` says where to go.
+        uiNode("in", { type: "EntryUiNode", variant: { type: "EntryNode", segment: seg, child: "wait" } }),
+        uiNode("wait", {
+          type: "WaitForNode",
+          name: "VIP or not",
+          timeoutSeconds: 60,
+          timeoutLabelNodeId: "wait-timeout",
+          segmentChildren: [
+            { labelNodeId: "wait-vip", segmentId: vip },
+            { labelNodeId: "wait-seg", segmentId: seg },
+          ],
+        }),
+        labelNode("wait-vip", "VIP"),
+        labelNode("wait-seg", "member"),
+        labelNode("wait-timeout", "timed out"),
+        uiNode("msg", { type: "MessageNode", channel: "Email", templateId: tpl, subscriptionGroupId: group }),
+        uiNode("msg-2", { type: "MessageNode", channel: "Email", templateId: tpl, subscriptionGroupId: "" }),
+        uiNode("renewal", { type: "DelayNode", variant: { type: "UserProperty", userProperty: "plan.renewsAt" } }),
+        uiNode("pause", { type: "DelayNode", variant: { type: "Second", seconds: 30, unit: "minutes" } }),
+        uiNode("out", { type: "ExitNode" }),
+      ],
+      edges: [
+        edge("wait-vip", "msg"),
+        edge("msg", "renewal"),
+        edge("renewal", "out"),
+        edge("wait-seg", "msg-2"),
+        edge("msg-2", "pause"),
+        edge("pause", "out"),
+        edge("wait-timeout", "out"),
+      ],
+    };
+    const res = await putJourney(t, { draft });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.definition).toEqual({
+      entryNode: { type: "EntryNode", segment: seg, child: "wait" },
+      nodes: [
+        {
+          id: "wait",
+          type: "WaitForNode",
+          name: "VIP or not",
+          segmentChildren: [
+            { segmentId: vip, child: "msg" },
+            { segmentId: seg, child: "msg-2" },
+          ],
+          timeoutSeconds: 60,
+          timeoutChild: "ExitNode",
+        },
+        { id: "msg", type: "MessageNode", channel: "Email", templateId: tpl, subscriptionGroupId: group, child: "renewal" },
+        { id: "msg-2", type: "MessageNode", channel: "Email", templateId: tpl, child: "pause" },
+        { id: "renewal", type: "DelayNode", variant: { type: "UserProperty", userProperty: "plan.renewsAt", offsetSeconds: 0 }, child: "ExitNode" },
+        { id: "pause", type: "DelayNode", variant: { type: "Second", seconds: 30 }, child: "ExitNode" },
+      ],
+      exitNode: { type: "ExitNode", id: "ExitNode" },
+    });
+  });
+
+  it("says everything an incomplete draft still lacks, step by step, in draft order", async () => {
+    const draft = {
+      nodes: [
+        uiNode("in", { type: "EntryUiNode", variant: { type: "EventEntryNode", event: "" } }),
+        uiNode("wait", { type: "WaitForNode", timeoutLabelNodeId: "nowhere", segmentChildren: [] }),
+        uiNode("ab", { type: "RandomCohortNode", cohortChildren: [] }),
+        uiNode("split", { type: "SegmentSplitNode", segmentId: vip, trueLabelNodeId: "t", falseLabelNodeId: "f" }),
+        labelNode("t", "true"),
+        labelNode("f", "false"),
+        uiNode("later", { type: "DelayNode", variant: { type: "LocalTime", minute: 30 } }),
+        uiNode("out", { type: "ExitNode" }),
+      ],
+      edges: [edge("f", "out")],
+    };
+    const res = await putJourney(t, { draft, status: "Running" });
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toContain("the draft is incomplete");
+    expect(res.body.error.issues).toEqual([
+      { path: "draft.nodes.0", message: "has no outgoing edge" },
+      { path: props(0, "variant.event"), message: "not filled in yet" },
+      { path: props(1, "segmentChildren"), message: "no segment to wait for yet" },
+      { path: props(1, "timeoutSeconds"), message: "not filled in yet" },
+      { path: props(1, "timeoutLabelNodeId"), message: 'leads to "nowhere", which is not a node of the draft' },
+      { path: props(2, "cohortChildren"), message: "no branch yet" },
+      { path: "draft.nodes.4", message: "has no outgoing edge" },
+      { path: props(6, "variant.hour"), message: "not filled in yet" },
+      { path: "draft.nodes.6", message: "has no outgoing edge" },
+    ]);
+  });
+
+  it("refuses duplicate ids, a second exit, edges looping through empty nodes and a way back to the entry", async () => {
+    const draft = {
+      nodes: [
+        uiNode("in", { type: "EntryUiNode", variant: { type: "EntryNode", segment: seg } }),
+        emptyNode("j1"),
+        emptyNode("j2"),
+        uiNode("d", { type: "DelayNode", variant: { type: "Second", seconds: 5 } }),
+        labelNode("back", "again"),
+        uiNode("d", { type: "DelayNode", variant: { type: "Second", seconds: 6 } }),
+        uiNode("out", { type: "ExitNode" }),
+        uiNode("out-2", { type: "ExitNode" }),
+      ],
+      edges: [edge("in", "j1"), edge("j1", "j2"), edge("j2", "j1"), edge("d", "back"), edge("back", "in")],
+    };
+    const res = await putJourney(t, { draft });
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toBe("The journey draft is invalid");
+    expect(res.body.error.issues).toEqual([
+      { path: "draft.nodes.5.id", message: 'duplicate node id "d" (also draft.nodes.3)' },
+      { path: "draft.nodes.7", message: "a second exit node (ExitNode)" },
+      { path: "draft.nodes.1", message: "edges loop through label/empty nodes without reaching a step" },
+      { path: "draft.nodes.3", message: "leads back to the entry node" },
+    ]);
+  });
+
+  it("names definition problems of wait-for and random-cohort steps by their draft fields", async () => {
+    const draft = (cohort: number[], wait: { timeoutSeconds: number; segmentId: string }) => ({
+      nodes: [
+        uiNode("in", { type: "EntryUiNode", variant: { type: "EventEntryNode", event: "Paid" } }),
+        uiNode("wait", {
+          type: "WaitForNode",
+          timeoutSeconds: wait.timeoutSeconds,
+          timeoutLabelNodeId: "wait-timeout",
+          segmentChildren: [{ labelNodeId: "wait-in", segmentId: wait.segmentId }],
+        }),
+        labelNode("wait-in", "in"),
+        labelNode("wait-timeout", "timed out"),
+        uiNode("ab", { type: "RandomCohortNode", cohortChildren: cohort.map((percent, k) => ({ labelNodeId: `ab-${k}`, percent })) }),
+        ...cohort.map((_, k) => labelNode(`ab-${k}`, `cohort ${k}`)),
+        uiNode("out", { type: "ExitNode" }),
+      ],
+      edges: [edge("in", "wait"), edge("wait-in", "ab"), edge("wait-timeout", "out"), ...cohort.map((_, k) => edge(`ab-${k}`, "out"))],
+    });
+    const percents = await putJourney(t, { draft: draft([60, 30], { timeoutSeconds: 60, segmentId: vip }) });
+    expect(percents.status).toBe(400);
+    expect(percents.body.error.issues).toEqual([issue(props(4, "cohortChildren"), "percents add up to 90, not 100")]);
+
+    const waiting = await putJourney(t, { draft: draft([100], { timeoutSeconds: 0, segmentId: "not-a-uuid" }) });
+    expect(waiting.status).toBe(400);
+    expect(waiting.body.error.issues).toEqual([
+      issue(props(1, "segmentChildren.0.segmentId"), /uuid/i),
+      issue(props(1, "timeoutSeconds"), ">0"),
+    ]);
   });
 });
 
