@@ -1,8 +1,10 @@
 // The `tidings` command tree. Each command lives in its own module under commands/.
 import { Command } from "commander";
+import packageJson from "../package.json" with { type: "json" };
 import { registerOpenApiCommand } from "./commands/openapi.js";
 
-export const VERSION = "0.1.0";
+/** This CLI's version, from its package.json (inlined by the build), so a release bump moves it. */
+export const VERSION: string = packageJson.version;
 
 export function buildProgram(): Command {
   const program = new Command()

@@ -1,3 +1,5 @@
+// @tidings/schema: the wire types and the route contracts of the Tidings API. The OpenAPI
+// generator is a separate entry, `@tidings/schema/openapi`.
 import "./zod.js";
 export * from "./common.js";
 export * from "./errors.js";
@@ -9,4 +11,5 @@ export * from "./subscription-groups.js";
 export * from "./journeys.js";
 export * from "./templates.js";
 export * from "./providers.js";
-export * from "./openapi/index.js";
+export * from "./operations.js";
+export * from "./contracts/index.js";

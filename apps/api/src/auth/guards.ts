@@ -1,4 +1,5 @@
-// Request guards: which credential a route needs, and the workspace it may act on.
+// Request guards: the write key of ingestion, the admin and root keys of the admin API (applied
+// per route by admin-plugin.ts, which also resolves the workspace).
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../http/errors.ts";
 import { type KeyPrincipal, type KeyStore, looksLikeKey, secretsEqual } from "./keys.ts";
@@ -102,14 +103,4 @@ export function rootGuard(rootKey: string) {
     const key = bearer(request);
     if (!key || !secretsEqual(key, rootKey)) throw unauthorized("The root key is required: Authorization: Bearer <root key>");
   };
-}
-
-/** The admin principal's workspace; a request naming another workspace is refused with 403. */
-export function workspaceOf(request: FastifyRequest, requested?: string | null): string {
-  const principal = request.principal;
-  if (!principal) throw unauthorized("Not authenticated");
-  if (requested && requested !== principal.workspaceId) {
-    throw new ApiError("FORBIDDEN", `This key may not act on workspace ${requested}`);
-  }
-  return principal.workspaceId;
 }

@@ -2,8 +2,9 @@
 // listen on 127.0.0.1; main.ts calls it for the real server.
 import { randomUUID } from "node:crypto";
 import underPressure from "@fastify/under-pressure";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type onRouteHookHandler } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { registerAdminAuth } from "../auth/admin-plugin.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { ingestRoutes } from "../ingest/routes.ts";
 import { journeyRoutes } from "../journeys/routes.ts";
@@ -20,7 +21,12 @@ import { registerJsonBodyParser } from "./json-body.ts";
 import { registerMetrics } from "./metrics.ts";
 import { openApiRoutes } from "./openapi.ts";
 
-export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+export interface BuildOptions {
+  /** Called for every route as it is registered (the contract drift test lists them with it). */
+  onRoute?: onRouteHookHandler;
+}
+
+export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: ctx.config.logLevel },
     requestIdHeader: "x-request-id",
@@ -32,6 +38,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 1024 },
     frameworkErrors: frameworkErrorHandler,
   });
+  if (options.onRoute) app.addHook("onRoute", options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
@@ -67,9 +74,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   if (ctx.config.role === "worker") return app;
   await app.register(openApiRoutes);
   await app.register(ingestRoutes, { ctx });
-  // The admin API in one instance, closed to browsers unless TIDINGS_ADMIN_CORS_ORIGINS opens it.
+  // The admin API in one instance, closed to browsers unless TIDINGS_ADMIN_CORS_ORIGINS opens it;
+  // every route in it is authenticated by its contract's key kind, its workspace resolved once.
   await app.register(async (admin) => {
     await registerAdminCors(admin, ctx.config.adminCorsOrigins);
+    registerAdminAuth(admin, ctx);
     await admin.register(authRoutes, { ctx });
     await admin.register(userRoutes, { ctx });
     await admin.register(journeyRoutes, { ctx });

@@ -1,11 +1,13 @@
 // Liveness and readiness probes.
+import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { AppContext } from "./context.ts";
 import { ApiError } from "./errors.ts";
+import { route } from "./route.ts";
 
 export const healthRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
-  app.get("/health/live", async () => ({ status: "ok" as const }));
-  app.get("/health/ready", async () => {
+  route(app, op["health.live"], () => ({ status: "ok" as const }));
+  route(app, op["health.ready"], async () => {
     try {
       await ctx.db.pool.query("SELECT 1");
     } catch {

@@ -1,10 +1,14 @@
 // Prometheus metrics (prom-client), one registry per app instance.
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { contractsById as op } from "@tidings/schema";
 import type { FastifyInstance } from "fastify";
 import client from "prom-client";
+import { route } from "./route.ts";
 
 export function createMetrics() {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
+  registerEventLoopDelay(registry);
   const requests = new client.Counter({
     name: "tidings_http_requests_total",
     help: "HTTP requests by route, method and status",
@@ -39,6 +43,51 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+type DelayHistogram = ReturnType<typeof monitorEventLoopDelay>;
+
+/** prom-client's event-loop delay statistics: name infix, help, value in nanoseconds. */
+const eventLoopStats: [string, string, (h: DelayHistogram) => number][] = [
+  ["min", "The minimum recorded event loop delay.", (h) => h.min],
+  ["max", "The maximum recorded event loop delay.", (h) => h.max],
+  ["mean", "The mean of the recorded event loop delays.", (h) => h.mean],
+  ["stddev", "The standard deviation of the recorded event loop delays.", (h) => h.stddev],
+  ["p50", "The 50th percentile of the recorded event loop delays.", (h) => h.percentile(50)],
+  ["p90", "The 90th percentile of the recorded event loop delays.", (h) => h.percentile(90)],
+  ["p99", "The 99th percentile of the recorded event loop delays.", (h) => h.percentile(99)],
+];
+
+/**
+ * The event-loop delay gauges, under prom-client's names. prom-client's own read a delay histogram
+ * that each scrape resets, and the histogram takes a sample every 10 ms: a scrape that follows
+ * another sooner finds it empty, and an empty histogram answers NaN (mean, stddev), 2^63 ns (min)
+ * and made-up percentiles. These keep the last values until new samples arrive.
+ */
+function registerEventLoopDelay(registry: client.Registry) {
+  const lagName = "nodejs_eventloop_lag_seconds";
+  const statName = (stat: string) => `nodejs_eventloop_lag_${stat}_seconds`;
+  for (const name of [lagName, ...eventLoopStats.map(([stat]) => statName(stat))]) registry.removeSingleMetric(name);
+  const histogram = monitorEventLoopDelay({ resolution: 10 });
+  histogram.enable();
+  // Registered first, as in prom-client: the registry reads metrics in order, so this collect
+  // updates the other gauges before they are read.
+  new client.Gauge({
+    name: lagName,
+    help: "Lag of event loop in seconds.",
+    registers: [registry],
+    collect() {
+      const start = process.hrtime.bigint();
+      setImmediate(() => this.set(Number(process.hrtime.bigint() - start) / 1e9));
+      if (histogram.count === 0) return;
+      for (const { gauge, read } of stats) gauge.set(read(histogram) / 1e9);
+      histogram.reset();
+    },
+  });
+  const stats = eventLoopStats.map(([stat, help, read]) => ({
+    gauge: new client.Gauge({ name: statName(stat), help, registers: [registry] }),
+    read,
+  }));
+}
+
 export function registerMetrics(app: FastifyInstance, metrics: Metrics) {
   // Labelled children per route, method and status, so a request costs no label hashing.
   const children = new Map<string, { requests: ReturnType<Metrics["requests"]["labels"]>; latency: ReturnType<Metrics["latency"]["labels"]> }>();
@@ -54,7 +103,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics) {
     child.latency.observe(reply.elapsedTime / 1000);
     done();
   });
-  app.get("/metrics", async (_request, reply) => {
+  route(app, op["metrics.get"], async ({ reply }) => {
     reply.type(metrics.registry.contentType);
     return metrics.registry.metrics();
   });

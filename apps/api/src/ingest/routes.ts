@@ -1,14 +1,21 @@
 // Public ingestion routes, mounted at /api/public/apps/* and at /v1/* for Segment libraries.
 import rateLimit from "@fastify/rate-limit";
-import { EventType } from "@tidings/schema";
+import { type ContractOf, contracts, type EventType } from "@tidings/schema";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { writeKeyGuard } from "../auth/guards.ts";
 import type { AppContext } from "../http/context.ts";
 import { registerIngestCors } from "../http/cors.ts";
 import { ApiError } from "../http/errors.ts";
+import { route } from "../http/route.ts";
 import { registerIngestBodyParser } from "./body.ts";
 import type { NormalizedEvent } from "./normalize.ts";
 import { parseBatch, parseSingle } from "./service.ts";
+
+type IngestContract = ContractOf<`ingest.${EventType | "batch"}` | `ingest.v1.${EventType | "batch"}`>;
+
+/** The ingestion contracts under one prefix (`/api/public/apps` or `/v1`). */
+const ingestContractsUnder = (prefix: string) =>
+  contracts.filter((c): c is IngestContract => c.auth === "write" && c.path.startsWith(`${prefix}/`));
 
 export const ingestRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
   const { limits } = ctx.config;
@@ -33,22 +40,17 @@ export const ingestRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app,
 
   // One child instance per prefix, so CORS (browsers) covers exactly these routes; the body
   // parser, key guard and rate limit above are inherited, the limit's store shared by both.
+  // The handlers parse the bodies themselves (the contracts document them, unvalidated).
   for (const prefix of ["/api/public/apps", "/v1"]) {
-    await app.register(
-      async (routes) => {
-        await registerIngestCors(routes, ctx.config.corsOrigins);
-        for (const kind of EventType.options) {
-          routes.post(`/${kind}`, async (request, reply) => {
-            await accept(request, [parseSingle(kind, request.body, limits, new Date())]);
-            return reply.status(204).send();
-          });
-        }
-        routes.post("/batch", async (request, reply) => {
-          await accept(request, parseBatch(request.body, limits, new Date()));
-          return reply.status(204).send();
+    await app.register(async (routes) => {
+      await registerIngestCors(routes, ctx.config.corsOrigins);
+      for (const contract of ingestContractsUnder(prefix)) {
+        const kind = contract.path.slice(prefix.length + 1) as EventType | "batch";
+        route(routes, contract, async ({ request, body }) => {
+          const now = new Date();
+          await accept(request, kind === "batch" ? parseBatch(body, limits, now) : [parseSingle(kind, body, limits, now)]);
         });
-      },
-      { prefix },
-    );
+      }
+    }, { prefix });
   }
 };

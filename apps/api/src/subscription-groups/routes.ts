@@ -1,20 +1,8 @@
 // Admin routes for subscription groups and users' assignments to them.
-import {
-  SubscriptionAssignmentListQuery,
-  SubscriptionAssignmentListResponse,
-  SubscriptionAssignmentsRequestBody,
-  SubscriptionAssignmentsResponse,
-  SubscriptionGroupListQuery,
-  SubscriptionGroupListResponse,
-  SubscriptionGroupParams,
-  SubscriptionGroupQuery,
-  SubscriptionGroupResource,
-  UpsertSubscriptionGroupRequestBody,
-} from "@tidings/schema";
+import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { adminGuard, workspaceOf } from "../auth/guards.ts";
 import type { AppContext } from "../http/context.ts";
+import { route } from "../http/route.ts";
 import { assignSubscriptions, listAssignments } from "./assignments.ts";
 import {
   deleteSubscriptionGroup,
@@ -24,66 +12,20 @@ import {
   upsertSubscriptionGroup,
 } from "./service.ts";
 
-export const subscriptionGroupRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (fastify, { ctx }) => {
-  const app = fastify.withTypeProvider<ZodTypeProvider>();
+export const subscriptionGroupRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
   const { prisma } = ctx.db;
-  app.addHook("onRequest", adminGuard(ctx.keys));
-
-  app.put(
-    "/api/admin/subscription-groups",
-    { schema: { body: UpsertSubscriptionGroupRequestBody, response: { 200: SubscriptionGroupResource } } },
-    async (request) => upsertSubscriptionGroup(prisma, workspaceOf(request, request.body.workspaceId), request.body),
+  route(app, op["subscriptionGroups.upsert"], ({ workspaceId, body }) => upsertSubscriptionGroup(prisma, workspaceId, body));
+  route(app, op["subscriptionGroups.list"], ({ workspaceId, query }) => listSubscriptionGroups(prisma, workspaceId, query));
+  route(app, op["subscriptionGroups.get"], async ({ workspaceId, params }) =>
+    toSubscriptionGroupResource(await findSubscriptionGroup(prisma, workspaceId, params.id)),
   );
-
-  app.get(
-    "/api/admin/subscription-groups",
-    { schema: { querystring: SubscriptionGroupListQuery, response: { 200: SubscriptionGroupListResponse } } },
-    async (request) => listSubscriptionGroups(prisma, workspaceOf(request, request.query.workspaceId), request.query),
+  route(app, op["subscriptionGroups.delete"], ({ workspaceId, params }) =>
+    deleteSubscriptionGroup(prisma, workspaceId, params.id),
   );
-
-  app.get(
-    "/api/admin/subscription-groups/:id",
-    {
-      schema: { params: SubscriptionGroupParams, querystring: SubscriptionGroupQuery, response: { 200: SubscriptionGroupResource } },
-    },
-    async (request) =>
-      toSubscriptionGroupResource(
-        await findSubscriptionGroup(prisma, workspaceOf(request, request.query.workspaceId), request.params.id),
-      ),
+  route(app, op["subscriptionGroups.assignments.put"], ({ workspaceId, params, body }) =>
+    assignSubscriptions(prisma, workspaceId, params.id, body),
   );
-
-  app.delete(
-    "/api/admin/subscription-groups/:id",
-    { schema: { params: SubscriptionGroupParams, querystring: SubscriptionGroupQuery } },
-    async (request, reply) => {
-      await deleteSubscriptionGroup(prisma, workspaceOf(request, request.query.workspaceId), request.params.id);
-      return reply.status(204).send();
-    },
-  );
-
-  app.put(
-    "/api/admin/subscription-groups/:id/assignments",
-    {
-      schema: {
-        params: SubscriptionGroupParams,
-        body: SubscriptionAssignmentsRequestBody,
-        response: { 200: SubscriptionAssignmentsResponse },
-      },
-    },
-    async (request) =>
-      assignSubscriptions(prisma, workspaceOf(request, request.body.workspaceId), request.params.id, request.body),
-  );
-
-  app.get(
-    "/api/admin/subscription-groups/:id/assignments",
-    {
-      schema: {
-        params: SubscriptionGroupParams,
-        querystring: SubscriptionAssignmentListQuery,
-        response: { 200: SubscriptionAssignmentListResponse },
-      },
-    },
-    async (request) =>
-      listAssignments(prisma, workspaceOf(request, request.query.workspaceId), request.params.id, request.query),
+  route(app, op["subscriptionGroups.assignments.list"], ({ workspaceId, params, query }) =>
+    listAssignments(prisma, workspaceId, params.id, query),
   );
 };

@@ -1,17 +1,23 @@
-// /openapi.json is a valid OpenAPI 3.1 document that documents every error code and every route
-// the server registers; /docs renders it from local assets only.
+// Every route the server registers comes from a contract of @tidings/schema and every contract is
+// served; /openapi.json is a valid OpenAPI 3.1 document generated from the contracts, documenting
+// every error code; /docs renders it from local assets only.
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { ErrorCode, errorDescriptions, errorStatus } from "@tidings/schema";
-import type { FastifyInstance } from "fastify";
+import { type Contract, contracts, ErrorCode, errorDescriptions, errorStatus } from "@tidings/schema";
+import type { onRouteHookHandler } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/http/app.ts";
+import type { AppContext } from "../../src/http/context.ts";
+import { DOCS_PREFIX } from "../../src/http/openapi.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";
 
 type Doc = {
   openapi: string;
-  info: { description: string };
-  paths: Record<string, Record<string, { responses: Record<string, { description: string; content?: unknown }> }>>;
+  info: { description: string; version: string };
+  paths: Record<
+    string,
+    Record<string, { operationId: string; responses: Record<string, { description: string; content?: unknown }> }>
+  >;
 };
 
 let t: TestApp;
@@ -27,23 +33,59 @@ afterAll(async () => {
   await t.close();
 });
 
+const keyOf = (method: string, path: string) => `${method} ${path}`;
+
 /**
- * Method + path of every route of a Fastify app, read from `printRoutes()`: each tree line adds
- * its segment to its parent's; a line ending in `(GET, HEAD)` is a route.
+ * Every route of an app built from `ctx`, as Fastify registers it (its onRoute hook), keyed
+ * `METHOD /path/{param}`, with the contract it was registered from. Left out: HEAD (Fastify adds
+ * one per GET), OPTIONS (CORS preflights) and the routes of the docs UI plugin (its page, static
+ * files and its copy of the document).
  */
-function registeredRoutes(app: FastifyInstance): string[] {
-  const stack: string[] = [];
-  const routes: string[] = [];
-  for (const line of app.printRoutes().split("\n")) {
-    const m = line.match(/^((?:│ {3}| {4})*)(?:├── |└── )(\S+)(?: \(([A-Z, ]+)\))?$/);
-    if (!m) continue;
-    const depth = m[1]!.length / 4;
-    stack.length = depth;
-    stack.push(m[2]!);
-    for (const method of m[3]?.split(", ") ?? []) routes.push(`${method} ${stack.join("")}`);
-  }
-  return routes;
+async function registeredRoutes(ctx: AppContext): Promise<{ key: string; contract?: Contract }[]> {
+  const routes: Parameters<onRouteHookHandler>[0][] = [];
+  const app = await buildApp(ctx, {
+    onRoute: (route) => {
+      routes.push(route);
+    },
+  });
+  await app.ready();
+  await app.close();
+  return routes
+    .filter((route) => route.prefix !== DOCS_PREFIX)
+    .flatMap((route) =>
+      [route.method]
+        .flat()
+        .filter((method) => method !== "HEAD" && method !== "OPTIONS")
+        .map((method) => ({ key: keyOf(method, route.url.replace(/:(\w+)/g, "{$1}")), contract: route.config?.contract })),
+    );
 }
+
+describe("routes and contracts", () => {
+  it("register one route per contract, each from its contract, and no route without one", async () => {
+    // Every optional plugin on: the admin API's CORS and the ingestion rate limit add routes or hooks.
+    const config = t.ctx.config;
+    const routes = await registeredRoutes({
+      ...t.ctx,
+      config: { ...config, adminCorsOrigins: ["https://admin.example"], limits: { ...config.limits, requestsPerSecond: 100 } },
+    });
+    // Routes we know exist are seen, or the comparison below could pass on an empty list.
+    expect(routes.map((r) => r.key)).toEqual(
+      expect.arrayContaining(["PUT /api/admin/journeys", "GET /api/admin/journeys/{id}", "POST /v1/batch", "GET /metrics"]),
+    );
+
+    const byKey = new Map((contracts as readonly Contract[]).map((c) => [keyOf(c.method, c.path), c]));
+    const withoutContract = routes.filter((r) => r.contract === undefined || byKey.get(r.key) !== r.contract).map((r) => r.key);
+    const served = new Set(routes.map((r) => r.key));
+    const withoutRoute = [...byKey.keys()].filter((key) => !served.has(key));
+    expect({ withoutContract, withoutRoute }).toEqual({ withoutContract: [], withoutRoute: [] });
+    expect(routes).toHaveLength(contracts.length);
+  });
+
+  it("give every contract a unique operationId", () => {
+    const ids = contracts.map((c) => c.operationId);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+  });
+});
 
 describe("GET /openapi.json", () => {
   it("is a valid OpenAPI 3.1 document", async () => {
@@ -52,6 +94,11 @@ describe("GET /openapi.json", () => {
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
     expect(validator.version).toBe("3.1");
+  });
+
+  it("carries the version of @tidings/schema", async () => {
+    const { version } = (await import("@tidings/schema/package.json", { with: { type: "json" } })).default;
+    expect(doc.info.version).toBe(version);
   });
 
   it("documents every error code with its status and meaning", () => {
@@ -68,21 +115,19 @@ describe("GET /openapi.json", () => {
     expect([...used].sort()).toEqual([...ErrorCode.options].sort());
   });
 
-  it("documents every route the server registers under /api and /v1, and nothing more", async () => {
-    const app = await buildApp(t.ctx);
-    await app.ready();
-    const registered = registeredRoutes(app)
-      // HEAD routes are Fastify's automatic ones, OPTIONS the CORS preflights: not operations.
-      .filter((r) => !/^(HEAD|OPTIONS) /.test(r) && / \/(api|v1)\//.test(r))
-      .map((r) => r.replace(/:(\w+)/g, "{$1}"));
-    await app.close();
-    // The parser must see routes we know exist, or this test would pass on an empty list.
-    expect(registered).toEqual(expect.arrayContaining(["PUT /api/admin/journeys", "GET /api/admin/journeys/{id}", "POST /v1/batch"]));
-
-    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
-    const undocumented = registered.filter((r) => !documented.includes(r));
-    const unserved = documented.filter((d) => / \/(api|v1)\//.test(d) && !registered.includes(d));
-    expect({ undocumented, unserved }).toEqual({ undocumented: [], unserved: [] });
+  it("lists every contract but the hidden ones, each under its unique operationId", () => {
+    const operationIds = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((op) => op.operationId));
+    expect(new Set(operationIds).size).toBe(operationIds.length);
+    expect([...operationIds].sort()).toEqual(
+      contracts
+        .filter((c) => !(c as Contract).hidden)
+        .map((c) => c.operationId)
+        .sort(),
+    );
+    for (const c of contracts as readonly Contract[]) {
+      if (c.hidden) continue;
+      expect(doc.paths[c.path]?.[c.method.toLowerCase()]?.operationId, c.operationId).toBe(c.operationId);
+    }
   });
 
   it("gives every /api and /v1 operation its error responses in the envelope", () => {

@@ -1,6 +1,6 @@
 // `tidings openapi`: prints the OpenAPI document of this CLI's API version (no server needed).
 import { writeFileSync } from "node:fs";
-import { buildOpenApiDocument } from "@tidings/schema";
+import { buildOpenApiDocument } from "@tidings/schema/openapi";
 import type { Command } from "commander";
 
 export function registerOpenApiCommand(program: Command) {

@@ -1,42 +1,52 @@
-// The OpenAPI document: every route of the server, described from the same zod schemas the
-// server validates with. `buildOpenApiDocument()` is what GET /openapi.json serves.
-// Each area registers its paths in its own module; add a new module's call to registerAll.
-import { OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
+// @tidings/schema/openapi: the OpenAPI 3.1 document, generated from the route contracts — the
+// same contracts the server registers its routes from. `buildOpenApiDocument()` is what
+// GET /openapi.json serves and `tidings openapi` prints.
+import { OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
+import packageJson from "../../package.json" with { type: "json" };
+import { type Contract, contracts } from "../contracts/index.js";
 import { type ErrorCode, errorDescriptions, errorStatus } from "../errors.js";
-import { registerIngestPaths } from "./ingest.js";
-import { registerJourneysPaths } from "./journeys.js";
-import { registerKeysPaths } from "./keys.js";
-import { registerOperationsPaths } from "./operations.js";
-import { registerProvidersPaths } from "./providers.js";
-import { registry } from "./registry.js";
-import { registerSegmentsPaths } from "./segments.js";
-import { registerSubscriptionGroupsPaths } from "./subscription-groups.js";
-import { registerTemplatesPaths } from "./templates.js";
-import { registerUsersPaths } from "./users.js";
+import { content, errorResponses, registry, securityOf } from "./registry.js";
 
 export { registry } from "./registry.js";
+
+/** The OpenAPI operation of a contract. */
+function routeConfig(c: Contract): RouteConfig {
+  const security = securityOf[c.auth];
+  const request: NonNullable<RouteConfig["request"]> = {};
+  if (c.params) request.params = c.params;
+  if (c.query) request.query = c.query;
+  if (c.body) request.body = { ...content(c.body), ...(c.body.isOptional() ? { required: false } : {}) };
+  const { status, description, schema, contentType } = c.success;
+  return {
+    method: c.method.toLowerCase() as RouteConfig["method"],
+    path: c.path,
+    operationId: c.operationId,
+    tags: [...c.tags],
+    summary: c.summary,
+    ...(c.description !== undefined ? { description: c.description } : {}),
+    ...(security ? { security } : {}),
+    ...(Object.keys(request).length > 0 ? { request } : {}),
+    responses: {
+      [status]: { description, ...(schema ? content(schema, contentType) : {}) },
+      ...errorResponses(c.errors),
+    },
+  };
+}
 
 let registered = false;
 function registerAll() {
   if (registered) return;
   registered = true;
-  registerIngestPaths();
-  registerKeysPaths();
-  registerUsersPaths();
-  registerSegmentsPaths();
-  registerSubscriptionGroupsPaths();
-  registerJourneysPaths();
-  registerTemplatesPaths();
-  registerProvidersPaths();
-  registerOperationsPaths();
+  for (const c of contracts as readonly Contract[]) if (!c.hidden) registry.registerPath(routeConfig(c));
 }
 
 export interface OpenApiOptions {
   serverUrl?: string;
+  /** Defaults to the version of @tidings/schema. */
   version?: string;
 }
 
-/** Builds the OpenAPI 3.1 document for every registered route. */
+/** Builds the OpenAPI 3.1 document: every operation of the contracts but the hidden ones. */
 export function buildOpenApiDocument(options: OpenApiOptions = {}): Record<string, unknown> & { paths?: Record<string, unknown> } {
   registerAll();
   const generator = new OpenApiGeneratorV31(registry.definitions);
@@ -44,7 +54,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Record<strin
     openapi: "3.1.0",
     info: {
       title: "Tidings API",
-      version: options.version ?? "0.1.0",
+      version: options.version ?? packageJson.version,
       description: [
         "Customer-engagement backend: Segment-compatible event ingestion and an admin API.",
         "",

@@ -7,13 +7,17 @@ import {
   JourneyResource,
   UpsertJourneyRequestBody,
 } from "../journeys.js";
-import { adminErrors, adminSecurity, json, registry } from "./registry.js";
+import { adminErrors, defineContract } from "./contract.js";
 
-export function registerJourneysPaths() {
-  registry.registerPath({
-    method: "put",
+const tags = ["Journeys"] as const;
+
+export const journeyContracts = [
+  defineContract({
+    operationId: "journeys.upsert",
+    method: "PUT",
     path: "/api/admin/journeys",
-    tags: ["Journeys"],
+    auth: "admin",
+    tags,
     summary: "Create or update a journey",
     description: [
       "Upserts by `id` when given, else by (`workspaceId`, `name`).",
@@ -24,44 +28,43 @@ export function registerJourneysPaths() {
       "",
       "Status: `NotStarted` → `Running` ⇄ `Paused`, never back to `NotStarted`; `Running` needs a valid definition.",
     ].join("\n"),
-    security: adminSecurity,
-    request: { body: json(UpsertJourneyRequestBody) },
-    responses: {
-      200: { description: "The stored journey.", ...json(JourneyResource) },
-      ...adminErrors("CONFLICT"),
-    },
-  });
-
-  registry.registerPath({
-    method: "get",
+    body: UpsertJourneyRequestBody,
+    success: { status: 200, description: "The stored journey.", schema: JourneyResource },
+    errors: adminErrors("CONFLICT"),
+  }),
+  defineContract({
+    operationId: "journeys.list",
+    method: "GET",
     path: "/api/admin/journeys",
-    tags: ["Journeys"],
+    auth: "admin",
+    tags,
     summary: "List journeys, by name",
-    security: adminSecurity,
-    request: { query: JourneyListQuery },
-    responses: { 200: { description: "A page of journeys.", ...json(JourneyListResponse) }, ...adminErrors() },
-  });
-
-  registry.registerPath({
-    method: "get",
+    query: JourneyListQuery,
+    success: { status: 200, description: "A page of journeys.", schema: JourneyListResponse },
+    errors: adminErrors(),
+  }),
+  defineContract({
+    operationId: "journeys.get",
+    method: "GET",
     path: "/api/admin/journeys/{id}",
-    tags: ["Journeys"],
+    auth: "admin",
+    tags,
     summary: "Get a journey",
-    security: adminSecurity,
-    request: { params: JourneyParams, query: JourneyQuery },
-    responses: { 200: { description: "The journey.", ...json(JourneyResource) }, ...adminErrors("NOT_FOUND") },
-  });
-
-  registry.registerPath({
-    method: "delete",
+    params: JourneyParams,
+    query: JourneyQuery,
+    success: { status: 200, description: "The journey.", schema: JourneyResource },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+  defineContract({
+    operationId: "journeys.delete",
+    method: "DELETE",
     path: "/api/admin/journeys/{id}",
-    tags: ["Journeys"],
+    auth: "admin",
+    tags,
     summary: "Delete a journey (pause a running journey first)",
-    security: adminSecurity,
-    request: { params: JourneyParams, query: JourneyQuery },
-    responses: {
-      204: { description: "Deleted." },
-      ...adminErrors("NOT_FOUND", "CONFLICT"),
-    },
-  });
-}
+    params: JourneyParams,
+    query: JourneyQuery,
+    success: { status: 204, description: "Deleted." },
+    errors: adminErrors("NOT_FOUND", "CONFLICT"),
+  }),
+] as const;

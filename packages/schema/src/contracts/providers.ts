@@ -1,4 +1,4 @@
-// Channel providers.
+// Channel providers: one per channel and workspace.
 import {
   ChannelProviderListQuery,
   ChannelProviderListResponse,
@@ -7,15 +7,17 @@ import {
   ChannelProviderResource,
   UpsertChannelProviderRequestBody,
 } from "../providers.js";
-import { adminErrors, adminSecurity, json, registry } from "./registry.js";
+import { adminErrors, defineContract } from "./contract.js";
 
 const PATH = "/api/admin/providers";
-const tags = ["Channel providers"];
+const tags = ["Channel providers"] as const;
 
-export function registerProvidersPaths() {
-  registry.registerPath({
-    method: "put",
+export const providerContracts = [
+  defineContract({
+    operationId: "providers.upsert",
+    method: "PUT",
     path: PATH,
+    auth: "admin",
     tags,
     summary: "Set the provider of a channel",
     description: [
@@ -23,38 +25,43 @@ export function registerProvidersPaths() {
       "Types per channel: Email `Smtp`; Sms `Twilio`; MobilePush `Fcm` or `Expo`; Webhook `Webhook`; any channel `Log` (records the rendered message without sending). Another combination is a 400 naming `type`; `config` is validated for the type.",
       "Secret fields (`password`, `authToken`, `serviceAccountJson`, `accessToken`, `signingSecret`) are stored encrypted (AES-256-GCM under a key derived from TIDINGS_SECRET_KEY) and returned masked: `••••` plus the last 4 characters when the secret has at least 16, else `••••`. `config` is replaced as a whole, except that a secret omitted — or sent back in its masked form — keeps its stored value while the type stays the same; `null` removes it.",
     ].join("\n\n"),
-    security: adminSecurity,
-    request: { body: json(UpsertChannelProviderRequestBody) },
-    responses: { 200: { description: "The stored provider, secrets masked.", ...json(ChannelProviderResource) }, ...adminErrors("CONFLICT") },
-  });
-
-  registry.registerPath({
-    method: "get",
+    body: UpsertChannelProviderRequestBody,
+    success: { status: 200, description: "The stored provider, secrets masked.", schema: ChannelProviderResource },
+    errors: adminErrors("CONFLICT"),
+  }),
+  defineContract({
+    operationId: "providers.list",
+    method: "GET",
     path: PATH,
+    auth: "admin",
     tags,
     summary: "List channel providers, ordered by channel then id",
-    security: adminSecurity,
-    request: { query: ChannelProviderListQuery },
-    responses: { 200: { description: "A page of providers.", ...json(ChannelProviderListResponse) }, ...adminErrors() },
-  });
-
-  registry.registerPath({
-    method: "get",
+    query: ChannelProviderListQuery,
+    success: { status: 200, description: "A page of providers.", schema: ChannelProviderListResponse },
+    errors: adminErrors(),
+  }),
+  defineContract({
+    operationId: "providers.get",
+    method: "GET",
     path: `${PATH}/{id}`,
+    auth: "admin",
     tags,
     summary: "Get a channel provider",
-    security: adminSecurity,
-    request: { params: ChannelProviderParams, query: ChannelProviderQuery },
-    responses: { 200: { description: "The provider, secrets masked.", ...json(ChannelProviderResource) }, ...adminErrors("NOT_FOUND") },
-  });
-
-  registry.registerPath({
-    method: "delete",
+    params: ChannelProviderParams,
+    query: ChannelProviderQuery,
+    success: { status: 200, description: "The provider, secrets masked.", schema: ChannelProviderResource },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+  defineContract({
+    operationId: "providers.delete",
+    method: "DELETE",
     path: `${PATH}/{id}`,
+    auth: "admin",
     tags,
     summary: "Delete a channel provider",
-    security: adminSecurity,
-    request: { params: ChannelProviderParams, query: ChannelProviderQuery },
-    responses: { 204: { description: "Deleted." }, ...adminErrors("NOT_FOUND") },
-  });
-}
+    params: ChannelProviderParams,
+    query: ChannelProviderQuery,
+    success: { status: 204, description: "Deleted." },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+] as const;

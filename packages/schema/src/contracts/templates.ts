@@ -9,15 +9,17 @@ import {
   RenderTemplateResponse,
   UpsertMessageTemplateRequestBody,
 } from "../templates.js";
-import { adminErrors, adminSecurity, json, registry } from "./registry.js";
+import { adminErrors, defineContract } from "./contract.js";
 
 const PATH = "/api/admin/content/templates";
-const tags = ["Templates"];
+const tags = ["Templates"] as const;
 
-export function registerTemplatesPaths() {
-  registry.registerPath({
-    method: "put",
+export const templateContracts = [
+  defineContract({
+    operationId: "templates.upsert",
+    method: "PUT",
     path: PATH,
+    auth: "admin",
     tags,
     summary: "Create or update a message template",
     description: [
@@ -25,54 +27,60 @@ export function registerTemplatesPaths() {
       "`definition` and `draft` are kept when omitted and removed when `null`. `type`, `createdAt` and `updatedAt` in the body are ignored; the response `type` is the channel of `definition`, else of `draft`, else `Email`.",
       "Every Liquid field is parsed before anything is stored: a syntax error is a 400 whose issue names the field (e.g. `definition.subject`). 409 when renaming onto the name of another template.",
     ].join("\n\n"),
-    security: adminSecurity,
-    request: { body: json(UpsertMessageTemplateRequestBody) },
-    responses: { 200: { description: "The stored template.", ...json(MessageTemplateResource) }, ...adminErrors("CONFLICT") },
-  });
-
-  registry.registerPath({
-    method: "get",
+    body: UpsertMessageTemplateRequestBody,
+    success: { status: 200, description: "The stored template.", schema: MessageTemplateResource },
+    errors: adminErrors("CONFLICT"),
+  }),
+  defineContract({
+    operationId: "templates.list",
+    method: "GET",
     path: PATH,
+    auth: "admin",
     tags,
     summary: "List message templates, ordered by name then id",
-    security: adminSecurity,
-    request: { query: MessageTemplateListQuery },
-    responses: { 200: { description: "A page of templates.", ...json(MessageTemplateListResponse) }, ...adminErrors() },
-  });
-
-  registry.registerPath({
-    method: "get",
+    query: MessageTemplateListQuery,
+    success: { status: 200, description: "A page of templates.", schema: MessageTemplateListResponse },
+    errors: adminErrors(),
+  }),
+  defineContract({
+    operationId: "templates.get",
+    method: "GET",
     path: `${PATH}/{id}`,
+    auth: "admin",
     tags,
     summary: "Get a message template",
-    security: adminSecurity,
-    request: { params: MessageTemplateParams, query: MessageTemplateQuery },
-    responses: { 200: { description: "The template.", ...json(MessageTemplateResource) }, ...adminErrors("NOT_FOUND") },
-  });
-
-  registry.registerPath({
-    method: "delete",
+    params: MessageTemplateParams,
+    query: MessageTemplateQuery,
+    success: { status: 200, description: "The template.", schema: MessageTemplateResource },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+  defineContract({
+    operationId: "templates.delete",
+    method: "DELETE",
     path: `${PATH}/{id}`,
+    auth: "admin",
     tags,
     summary: "Delete a message template",
     description: "409 while a running journey uses the template.",
-    security: adminSecurity,
-    request: { params: MessageTemplateParams, query: MessageTemplateQuery },
-    responses: { 204: { description: "Deleted." }, ...adminErrors("NOT_FOUND", "CONFLICT") },
-  });
-
-  registry.registerPath({
-    method: "post",
+    params: MessageTemplateParams,
+    query: MessageTemplateQuery,
+    success: { status: 204, description: "Deleted." },
+    errors: adminErrors("NOT_FOUND", "CONFLICT"),
+  }),
+  defineContract({
+    operationId: "templates.render",
+    method: "POST",
     path: `${PATH}/render`,
+    auth: "admin",
     tags,
     summary: "Render a template for a user (preview; sends nothing)",
     description: [
       "Renders a stored template (`templateId`, its `definition` or, with `source: draft`, its draft) or an inline `definition`, for a stored user (`userId`: its traits plus `id`) or an inline `user`.",
-      "The Liquid scope is `user`, `event` (when given), `workspace` ({id, name}) and `unsubscribe_url`: a signed link, valid for a year, to `GET/POST /api/public/subscriptions/unsubscribe` on the host this request was sent to.",
+      "The Liquid scope is `user`, `event` (when given), `workspace` ({id, name}) and `unsubscribe_url`: a signed link, valid for a year, to `GET/POST /api/public/subscriptions/unsubscribe` under the server's `TIDINGS_PUBLIC_URL` (never the request's `Host`).",
       "Liquid errors (syntax, unknown filters, `{% include %}` — templates cannot read files —, render time or memory limits) are a 400 naming the field. 404 for an unknown template, user or subscription group.",
     ].join("\n\n"),
-    security: adminSecurity,
-    request: { body: json(RenderTemplateRequestBody) },
-    responses: { 200: { description: "The rendered fields.", ...json(RenderTemplateResponse) }, ...adminErrors("NOT_FOUND") },
-  });
-}
+    body: RenderTemplateRequestBody,
+    success: { status: 200, description: "The rendered fields.", schema: RenderTemplateResponse },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+] as const;
