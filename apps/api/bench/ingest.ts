@@ -90,7 +90,7 @@ async function bareInsertLoop(url: string, workspaceId: string, bodies: string[]
   for (const body of bodies) {
     const evs = rowsFor(body).map((e) => ({ ...e, messageId: `bare-${e.messageId}` }));
     await client.query(
-      `INSERT INTO bench_events (workspace_id, message_id, type, profile_id, user_id, anonymous_id, event, event_time, received_at, payload)
+      `INSERT INTO bench_events (workspace_id, message_id, type, identity_id, user_id, anonymous_id, event, event_time, received_at, payload)
        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[])`,
       [
         evs.map(() => workspaceId), evs.map((e) => e.messageId), evs.map((e) => e.type), evs.map((e) => e.userId),

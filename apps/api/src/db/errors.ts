@@ -4,7 +4,3 @@ import { Prisma } from "../generated/prisma/client.ts";
 /** A unique constraint refused the write (e.g. a name already taken). */
 export const isUniqueViolation = (err: unknown): boolean =>
   err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002";
-
-/** The row to update or delete no longer exists. */
-export const isRecordNotFound = (err: unknown): boolean =>
-  err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2025";

@@ -1,11 +1,17 @@
 // Group commit: concurrent ingestion requests are gathered and committed together, and each
 // request is acknowledged only after the transaction holding its events has committed.
 // Nothing is acknowledged from memory: a crash loses only unacknowledged requests.
+//
+// A request's way through this directory: routes.ts → service.ts (validation) → normalize.ts →
+// here (queue, groups, retries) → fast-path.ts (one statement, the common case) or
+// transactional-path.ts (identity links, groups, replays), which send the rows of rows.ts to
+// the statements of sql.ts.
 import type pg from "pg";
 import { ApiError } from "../http/errors.ts";
 import type { NormalizedEvent } from "./normalize.ts";
-import { needsTransaction, storeEventsInOneStatement } from "./fast-path.ts";
-import { storeEvents, type WorkspaceEvent } from "./store.ts";
+import { fitsOneStatement, storeInOneStatement } from "./fast-path.ts";
+import type { WorkspaceEvent } from "./rows.ts";
+import { storeInTransaction } from "./transactional-path.ts";
 
 interface Pending {
   workspaceId: string;
@@ -109,10 +115,10 @@ export class Ingestor {
     const started = performance.now();
     const rows: WorkspaceEvent[] = [];
     for (const p of group) for (const ev of p.events) rows.push({ workspaceId: p.workspaceId, ev });
-    const oneStatement = !rows.some(needsTransaction);
+    const oneStatement = fitsOneStatement(rows);
     for (let attempt = 1; ; attempt++) {
       try {
-        const stored = (oneStatement ? await storeEventsInOneStatement(this.pool, rows) : null) ?? (await this.inTransaction(rows));
+        const stored = await this.store(rows, oneStatement);
         this.options.onCommit?.(rows.length, stored, performance.now() - started);
         return;
       } catch (err) {
@@ -123,19 +129,12 @@ export class Ingestor {
     }
   }
 
-  /** Identity links and groups need several statements: one explicit transaction. */
-  private async inTransaction(rows: WorkspaceEvent[]): Promise<number> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
-      const stored = await storeEvents(client, rows);
-      await client.query("COMMIT");
-      return stored;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
-    } finally {
-      client.release();
+  /** The fast path when the events fit it and it takes them, else the transactional path. */
+  private async store(rows: WorkspaceEvent[], oneStatement: boolean): Promise<number> {
+    if (oneStatement) {
+      const stored = await storeInOneStatement(this.pool, rows);
+      if (stored !== null) return stored;
     }
+    return storeInTransaction(this.pool, rows);
   }
 }

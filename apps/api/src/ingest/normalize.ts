@@ -9,8 +9,8 @@ export interface NormalizedEvent {
   type: EventType;
   userId: string | null;
   anonymousId: string | null;
-  /** userId when present, else anonymousId. */
-  profileId: string;
+  /** The id the event was sent under: userId when present, else anonymousId (not resolved through identity links). */
+  identityId: string;
   /** track: event name; page/screen: name. */
   event: string | null;
   eventTime: Date;
@@ -86,7 +86,7 @@ export function normalizeEvent(
     type,
     userId,
     anonymousId,
-    profileId: (userId ?? anonymousId)!,
+    identityId: (userId ?? anonymousId)!,
     event: type === "track" ? String(e.event) : type === "page" || type === "screen" ? ((e.name as string) ?? null) : null,
     eventTime: time,
     receivedAt,

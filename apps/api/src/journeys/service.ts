@@ -1,5 +1,6 @@
-// Journeys: upsert (compiling the draft, validating the definition and the status change), list,
-// get, delete. Running journeys are executed by the journey runtime, not here.
+// Journeys: upsert (compiling the draft, validating the definition and the status change, holding
+// what a running journey uses), list, get, delete. Running journeys are executed by the journey
+// runtime, not here.
 import type {
   ErrorIssue,
   JourneyDefinition,
@@ -10,14 +11,14 @@ import type {
   UpsertJourneyRequestBody,
 } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
+import { lockTargets, setHolds } from "../db/references.ts";
+import { jsonColumn, sameJson, type Tx, upsert } from "../db/upsert.ts";
 import { type Journey, Prisma } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import { compileDraft } from "./compile.ts";
-import { assertStatusChange, type ReferenceReader, referenceIssues } from "./validate.ts";
-import { isUniqueViolation } from "../db/errors.ts";
-
-type Path = (string | number)[];
+import { journeyUses, type Path } from "./usage.ts";
+import { assertStatusChange, referenceIssues } from "./validate.ts";
 
 export function toJourneyResource(row: Journey): JourneyResource {
   return {
@@ -42,55 +43,79 @@ export async function findJourney(prisma: PrismaClient, workspaceId: string, id:
 /** What the request does to the definition, before looking at the stored journey. */
 type DefinitionChange =
   | { kind: "keep" }
-  | { kind: "set"; definition: JourneyDefinition }
+  | { kind: "set"; definition: JourneyDefinition; pathOf: (p: Path) => string }
   /** The draft sent is incomplete: a journey that has not started loses its definition. */
   | { kind: "incomplete"; issues: ErrorIssue[] };
 
-async function definitionChange(prisma: PrismaClient, workspaceId: string, body: UpsertJourneyRequestBody): Promise<DefinitionChange> {
-  let definition: JourneyDefinition;
-  let pathOf: (p: Path) => string;
-  if (body.definition) {
-    definition = body.definition;
-    pathOf = (p) => ["definition", ...p].join(".");
-  } else if (body.draft) {
-    const compiled = compileDraft(body.draft);
-    if (compiled.kind === "invalid") throw badRequest("The journey draft is invalid", compiled.issues);
-    if (compiled.kind === "incomplete") return { kind: "incomplete", issues: compiled.issues };
-    definition = compiled.definition;
-    pathOf = compiled.draftPath;
-  } else return { kind: "keep" };
-  const issues = await referenceIssues(prisma, workspaceId, definition);
-  if (issues.length > 0) {
-    throw badRequest(
-      "The journey refers to resources that do not exist in this workspace or do not fit",
-      issues.map((i) => ({ path: pathOf(i.path), message: i.message })),
-    );
-  }
-  return { kind: "set", definition };
+function definitionChange(body: UpsertJourneyRequestBody): DefinitionChange {
+  if (body.definition) return { kind: "set", definition: body.definition, pathOf: (p) => ["definition", ...p].join(".") };
+  if (!body.draft) return { kind: "keep" };
+  const compiled = compileDraft(body.draft);
+  if (compiled.kind === "invalid") throw badRequest("The journey draft is invalid", compiled.issues);
+  if (compiled.kind === "incomplete") return { kind: "incomplete", issues: compiled.issues };
+  return { kind: "set", definition: compiled.definition, pathOf: compiled.draftPath };
+}
+
+/** A journey's stored fields, as the PUT leaves them. */
+interface JourneyFields {
+  name: string;
+  status: JourneyStatus;
+  canRunMultiple: boolean;
+  draft: JourneyDraft | null;
+  definition: JourneyDefinition | null;
+}
+
+/** The fields after the PUT: omitted ones keep their stored value. */
+function fieldsAfter(body: UpsertJourneyRequestBody, change: DefinitionChange, existing: Journey | null): JourneyFields {
+  const from: JourneyStatus = existing?.status ?? "NotStarted";
+  const stored = (existing?.definition as JourneyDefinition | null | undefined) ?? null;
+  // An incomplete draft replaces the definition of a journey that has not started; a started
+  // journey keeps running the definition it has.
+  const clears = change.kind === "incomplete" && from === "NotStarted";
+  return {
+    name: body.name,
+    status: body.status ?? from,
+    canRunMultiple: body.canRunMultiple ?? existing?.canRunMultiple ?? false,
+    draft: body.draft !== undefined ? body.draft : ((existing?.draft as JourneyDraft | null | undefined) ?? null),
+    definition: change.kind === "set" ? change.definition : clears ? null : stored,
+  };
 }
 
 const nameTaken = (name: string) => new ApiError("CONFLICT", `A journey named ${JSON.stringify(name)} already exists in this workspace`);
 
-/** 400 unless the journey about to be stored as Running has a definition that is still valid. */
-async function assertRunnable(
-  prisma: ReferenceReader,
-  workspaceId: string,
-  change: DefinitionChange,
-  definition: JourneyDefinition | null,
-  storedDraft: JourneyDraft | null,
-): Promise<void> {
-  if (change.kind === "set") return;
-  if (!definition) {
+/**
+ * 400 unless the journey can be stored with these fields: the definition sent refers to what
+ * exists; the status change is allowed; a journey about to run has a definition whose
+ * segments, templates and subscription groups exist and fit. Those are share-locked until the
+ * transaction commits the journey's holds on them, so no concurrent DELETE or change slips in.
+ */
+async function assertStorable(tx: Tx, workspaceId: string, change: DefinitionChange, existing: Journey | null, next: JourneyFields) {
+  const from: JourneyStatus = existing?.status ?? "NotStarted";
+  const running = next.status === "Running";
+  if (change.kind === "set") {
+    if (running) await lockTargets(tx, workspaceId, journeyUses(change.definition));
+    const issues = await referenceIssues(tx, workspaceId, change.definition, { running });
+    if (issues.length > 0) {
+      throw badRequest(
+        "The journey refers to resources that do not exist in this workspace or do not fit",
+        issues.map((i) => ({ path: change.pathOf(i.path), message: i.message })),
+      );
+    }
+  }
+  assertStatusChange(from, next.status);
+  if (!running || from === "Running" || change.kind === "set") return;
+  if (!next.definition) {
     // Say what the draft still lacks: the one sent, else the stored one.
-    const compiled = change.kind === "keep" && storedDraft ? compileDraft(storedDraft) : undefined;
+    const compiled = change.kind === "keep" && next.draft ? compileDraft(next.draft) : undefined;
     const issues = change.kind === "incomplete" ? change.issues : compiled?.kind === "incomplete" ? compiled.issues : undefined;
     if (issues) throw badRequest("A running journey needs a definition, and the draft is incomplete", issues);
     throw badRequest("A running journey needs a definition", [
       { path: "definition", message: "send a definition or a complete draft to start the journey" },
     ]);
   }
-  // Resources may have been deleted since the definition was stored.
-  const issues = await referenceIssues(prisma, workspaceId, definition);
+  // Resources may have been deleted or changed since the definition was stored.
+  await lockTargets(tx, workspaceId, journeyUses(next.definition));
+  const issues = await referenceIssues(tx, workspaceId, next.definition, { running });
   if (issues.length > 0) {
     throw badRequest(
       "The stored definition refers to resources that no longer exist or do not fit",
@@ -100,69 +125,75 @@ async function assertRunnable(
 }
 
 /**
- * PUT semantics: keyed by `id` when given, else by name; omitted fields keep their stored values.
- * The row is locked while the status change is checked, so two PUTs cannot both start it from an
- * inconsistent state.
+ * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by name; omitted fields keep
+ * their stored values; nothing changed, nothing written. A running journey holds what its
+ * definition uses (src/db/references.ts): taken when it starts or its definition changes while
+ * it runs, released when it is paused.
  */
 export async function upsertJourney(
   prisma: PrismaClient,
   workspaceId: string,
   body: UpsertJourneyRequestBody,
 ): Promise<JourneyResource> {
-  const change = await definitionChange(prisma, workspaceId, body);
-  const attempt = () =>
-    prisma.$transaction(async (tx) => {
-      const locked = body.id
-        ? await tx.$queryRaw<{ id: string }[]>`SELECT id FROM journeys WHERE workspace_id = ${workspaceId}::uuid AND id = ${body.id}::uuid FOR UPDATE`
-        : await tx.$queryRaw<{ id: string }[]>`SELECT id FROM journeys WHERE workspace_id = ${workspaceId}::uuid AND name = ${body.name} FOR UPDATE`;
-      const existing = locked[0]
-        ? await tx.journey.findUniqueOrThrow({ where: { workspaceId_id: { workspaceId, id: locked[0].id } } })
-        : null;
-
-      const from: JourneyStatus = existing?.status ?? "NotStarted";
-      const to: JourneyStatus = body.status ?? from;
-      assertStatusChange(from, to);
-      const stored = (existing?.definition as JourneyDefinition | null | undefined) ?? null;
-      // An incomplete draft replaces the definition of a journey that has not started; a started
-      // journey keeps running the definition it has.
-      const clears = change.kind === "incomplete" && from === "NotStarted";
-      if (to === "Running" && from !== "Running") {
-        await assertRunnable(tx, workspaceId, change, clears ? null : stored, body.draft === null ? null : (existing?.draft as JourneyDraft | null));
+  const change = definitionChange(body);
+  type Changes = Partial<JourneyFields>;
+  const row = await upsert<Journey, JourneyFields, Changes>(prisma, {
+    table: "journeys",
+    workspaceId,
+    id: body.id,
+    key: Prisma.sql`name = ${body.name}`,
+    read: (tx, id) => tx.journey.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
+    toCreate: () => fieldsAfter(body, change, null),
+    changes: (existing) => {
+      const next = fieldsAfter(body, change, existing);
+      const changes: Changes = {};
+      if (next.name !== existing.name) changes.name = next.name;
+      if (next.status !== existing.status) changes.status = next.status;
+      if (next.canRunMultiple !== existing.canRunMultiple) changes.canRunMultiple = next.canRunMultiple;
+      if (!sameJson(next.draft, existing.draft)) changes.draft = next.draft;
+      if (!sameJson(next.definition, existing.definition)) changes.definition = next.definition;
+      return Object.keys(changes).length > 0 ? changes : null;
+    },
+    validate: (tx, write) => assertStorable(tx, workspaceId, change, write.existing, fieldsAfter(body, change, write.existing)),
+    insert: (tx, fields, now) =>
+      tx.journey.create({
+        data: {
+          workspaceId,
+          ...(body.id ? { id: body.id } : {}),
+          ...fields,
+          draft: jsonColumn(fields.draft),
+          definition: jsonColumn(fields.definition),
+          ...(fields.status !== "NotStarted" ? { statusUpdatedAt: now } : {}),
+          createdAt: now,
+          updatedAt: now,
+        },
+      }),
+    update: (tx, existing, changes, now) =>
+      tx.journey.update({
+        where: { workspaceId_id: { workspaceId, id: existing.id } },
+        data: {
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
+          ...(changes.status !== undefined ? { status: changes.status } : {}),
+          ...(changes.canRunMultiple !== undefined ? { canRunMultiple: changes.canRunMultiple } : {}),
+          ...(changes.draft !== undefined ? { draft: jsonColumn(changes.draft) } : {}),
+          ...(changes.definition !== undefined ? { definition: jsonColumn(changes.definition) } : {}),
+          ...(changes.status !== undefined ? { statusUpdatedAt: now } : {}),
+          updatedAt: now,
+        },
+      }),
+    afterWrite: async (tx, row, write) => {
+      const held = write.existing?.status === "Running";
+      const holds = row.status === "Running";
+      const definitionChanged = write.existing !== null && write.update.definition !== undefined;
+      if (holds && (!held || definitionChanged)) {
+        await setHolds(tx, workspaceId, { kind: "Journey", id: row.id }, journeyUses(row.definition as JourneyDefinition));
+      } else if (held && !holds) {
+        await setHolds(tx, workspaceId, { kind: "Journey", id: row.id }, []);
       }
-
-      const now = new Date();
-      const definition =
-        change.kind === "set" ? (change.definition as Prisma.InputJsonValue) : clears ? Prisma.DbNull : undefined;
-      const data = {
-        name: body.name,
-        status: to,
-        ...(body.canRunMultiple !== undefined ? { canRunMultiple: body.canRunMultiple } : {}),
-        ...(body.draft !== undefined ? { draft: body.draft === null ? Prisma.DbNull : (body.draft as Prisma.InputJsonValue) } : {}),
-        ...(definition !== undefined ? { definition } : {}),
-        ...(to !== from ? { statusUpdatedAt: now } : {}),
-        updatedAt: now,
-      };
-      const row = existing
-        ? await tx.journey.update({ where: { workspaceId_id: { workspaceId, id: existing.id } }, data })
-        : await tx.journey.create({ data: { ...data, workspaceId, ...(body.id ? { id: body.id } : {}), createdAt: now } });
-      return toJourneyResource(row);
-    });
-
-  try {
-    return await attempt();
-  } catch (err) {
-    if (!isUniqueViolation(err)) throw err;
-    // Keyed by name, a concurrent PUT may have created it first: this one then updates it.
-    if (!body.id) {
-      try {
-        return await attempt();
-      } catch (again) {
-        if (isUniqueViolation(again)) throw nameTaken(body.name);
-        throw again;
-      }
-    }
-    throw nameTaken(body.name);
-  }
+    },
+    keyTaken: () => nameTaken(body.name),
+  });
+  return toJourneyResource(row);
 }
 
 /** Journeys ordered by name then id, keyset-paginated. */
@@ -176,8 +207,13 @@ export async function listJourneys(prisma: PrismaClient, workspaceId: string, qu
 
 /** Deletes a journey that is not running (a running one must be paused first: 409). */
 export async function deleteJourney(prisma: PrismaClient, workspaceId: string, id: string): Promise<void> {
-  const { count } = await prisma.journey.deleteMany({ where: { workspaceId, id, status: { not: "Running" } } });
-  if (count > 0) return;
+  const deleted = await prisma.$transaction(async (tx) => {
+    const { count } = await tx.journey.deleteMany({ where: { workspaceId, id, status: { not: "Running" } } });
+    // Only a running journey holds anything; released anyway, so no hold ever outlives its journey.
+    if (count > 0) await setHolds(tx, workspaceId, { kind: "Journey", id }, []);
+    return count > 0;
+  });
+  if (deleted) return;
   const row = await findJourney(prisma, workspaceId, id);
   throw new ApiError("CONFLICT", `Journey ${JSON.stringify(row.name)} is running; pause it before deleting it`);
 }

@@ -1,20 +1,33 @@
-// Which running journeys use a resource: DELETE of a segment, template or subscription group
-// answers 409 while one does.
-import type { PrismaClient } from "../db/client.ts";
-import { ApiError } from "../http/errors.ts";
+// What a journey uses: the segments, templates and subscription groups its definition names,
+// each with where it is named. validate.ts checks them; a running journey holds them
+// (src/db/references.ts), which is what a DELETE or a change of one of them looks up.
+import type { Channel, JourneyDefinition } from "@tidings/schema";
+import type { Target } from "../db/references.ts";
 
-/** Running journeys whose definition mentions `resourceId` (ids are UUIDs, so a text match is exact enough). */
-export async function runningJourneysUsing(prisma: PrismaClient, workspaceId: string, resourceId: string) {
-  return prisma.$queryRaw<{ id: string; name: string }[]>`
-    SELECT id, name FROM journeys
-    WHERE workspace_id = ${workspaceId}::uuid AND status = 'Running'
-      AND strpos(definition::text, ${resourceId}) > 0`;
+export type Path = (string | number)[];
+
+export interface JourneyUse extends Target {
+  /** Where the definition names it (relative to the definition). */
+  path: Path;
+  /** For a message node's template and subscription group: the channel the node sends on. */
+  channel?: Channel;
 }
 
-/** Throws 409 naming the journeys when a running journey still uses the resource. */
-export async function assertNotUsedByRunningJourney(prisma: PrismaClient, workspaceId: string, resourceId: string, what: string) {
-  const users = await runningJourneysUsing(prisma, workspaceId, resourceId);
-  if (users.length > 0) {
-    throw new ApiError("CONFLICT", `${what} is used by running journey(s): ${users.map((j) => j.name).join(", ")}`);
-  }
+export function journeyUses(def: JourneyDefinition): JourneyUse[] {
+  const uses: JourneyUse[] = [];
+  if (def.entryNode.type === "EntryNode") uses.push({ kind: "Segment", id: def.entryNode.segment, path: ["entryNode", "segment"] });
+  def.nodes.forEach((n, i) => {
+    const at: Path = ["nodes", i];
+    if (n.type === "SegmentSplitNode") uses.push({ kind: "Segment", id: n.segment, path: [...at, "segment"] });
+    if (n.type === "WaitForNode") {
+      n.segmentChildren.forEach((c, k) => uses.push({ kind: "Segment", id: c.segmentId, path: [...at, "segmentChildren", k, "segmentId"] }));
+    }
+    if (n.type === "MessageNode") {
+      uses.push({ kind: "MessageTemplate", id: n.templateId, path: [...at, "templateId"], channel: n.channel });
+      if (n.subscriptionGroupId) {
+        uses.push({ kind: "SubscriptionGroup", id: n.subscriptionGroupId, path: [...at, "subscriptionGroupId"], channel: n.channel });
+      }
+    }
+  });
+  return uses;
 }

@@ -3,8 +3,8 @@
 import type { JourneyDefinition, JourneyStatus } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import { badRequest } from "../http/errors.ts";
+import { type JourneyUse, journeyUses, type Path } from "./usage.ts";
 
-type Path = (string | number)[];
 export interface DefinitionIssue {
   path: Path;
   message: string;
@@ -18,29 +18,19 @@ export type ReferenceReader = Pick<PrismaClient, "segment" | "messageTemplate" |
 /**
  * Segments, templates and subscription groups the definition names must exist in the workspace;
  * a message node's template (when it has a definition) and subscription group must be of the
- * node's channel. Returns one issue per problem, paths relative to the definition.
+ * node's channel. For a journey about to run (`running`), each template must also have a
+ * definition: that is what sends use. Returns one issue per problem, paths relative to the
+ * definition. Inside a transaction, lock the targets first (lockTargets) to read them as they stay.
  */
 export async function referenceIssues(
   prisma: ReferenceReader,
   workspaceId: string,
   def: JourneyDefinition,
+  options: { running?: boolean } = {},
 ): Promise<DefinitionIssue[]> {
-  const segments: { id: string; path: Path }[] = [];
-  const templates: { id: string; path: Path; channel: string }[] = [];
-  const groups: { id: string; path: Path; channel: string }[] = [];
-  if (def.entryNode.type === "EntryNode") segments.push({ id: def.entryNode.segment, path: ["entryNode", "segment"] });
-  def.nodes.forEach((n, i) => {
-    const at: Path = ["nodes", i];
-    if (n.type === "SegmentSplitNode") segments.push({ id: n.segment, path: [...at, "segment"] });
-    if (n.type === "WaitForNode") {
-      n.segmentChildren.forEach((c, k) => segments.push({ id: c.segmentId, path: [...at, "segmentChildren", k, "segmentId"] }));
-    }
-    if (n.type === "MessageNode") {
-      templates.push({ id: n.templateId, path: [...at, "templateId"], channel: n.channel });
-      if (n.subscriptionGroupId) groups.push({ id: n.subscriptionGroupId, path: [...at, "subscriptionGroupId"], channel: n.channel });
-    }
-  });
-
+  const uses = journeyUses(def);
+  const of = (kind: JourneyUse["kind"]) => uses.filter((u) => u.kind === kind);
+  const [segments, templates, groups] = [of("Segment"), of("MessageTemplate"), of("SubscriptionGroup")];
   const idsOf = (refs: { id: string }[]) => [...new Set(refs.map((r) => r.id).filter((id) => UUID.test(id)))];
   const [segmentRows, templateRows, groupRows] = await Promise.all([
     segments.length ? prisma.segment.findMany({ where: { workspaceId, id: { in: idsOf(segments) } }, select: { id: true } }) : [],
@@ -66,6 +56,8 @@ export async function referenceIssues(
       const channel = templateChannel.get(t.id);
       if (channel && channel !== t.channel) {
         issues.push({ path: t.path, message: `template ${t.id} is a ${channel} template; the node sends ${t.channel}` });
+      } else if (!channel && options.running) {
+        issues.push({ path: t.path, message: `template ${t.id} has no definition (only a draft), and a running journey sends the definition` });
       }
     }
   }

@@ -1,5 +1,4 @@
 // Segments: upsert (by id or by name), list, get, delete. Membership lives in members.ts.
-import { isDeepStrictEqual } from "node:util";
 import {
   type ErrorIssue,
   manualSegmentDefinition,
@@ -9,11 +8,11 @@ import {
   type UpsertSegmentRequestBody,
 } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
+import { deleteUnlessHeld, lockTargets, setHolds, type Target } from "../db/references.ts";
+import { sameJson, type Tx, upsert } from "../db/upsert.ts";
 import { Prisma, type Segment } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
-import { assertNotUsedByRunningJourney } from "../journeys/usage.ts";
-import { isRecordNotFound, isUniqueViolation } from "../db/errors.ts";
 
 /** The stored definition; rows written without one (by other code paths) read as manual. */
 export const definitionOf = (row: Segment): SegmentDefinition =>
@@ -39,91 +38,106 @@ export async function findSegment(prisma: PrismaClient, workspaceId: string, id:
   return row;
 }
 
-/** Subscription groups named by the body must exist in the workspace (the column and SubscriptionGroup nodes). */
-async function checkSubscriptionGroups(prisma: PrismaClient, workspaceId: string, body: UpsertSegmentRequestBody) {
-  const wanted: { id: string; path: string }[] = [];
-  if (body.subscriptionGroupId) wanted.push({ id: body.subscriptionGroupId, path: "subscriptionGroupId" });
-  if (body.definition) {
-    const located = [{ node: body.definition.entryNode, path: "definition.entryNode" }];
-    body.definition.nodes.forEach((node, i) => located.push({ node, path: `definition.nodes.${i}` }));
+/** The subscription groups a segment names (its column and SubscriptionGroup nodes), with where. */
+function groupsNamed(fields: { definition?: SegmentDefinition; subscriptionGroupId?: string | null }) {
+  const named: (Target & { path: string })[] = [];
+  if (fields.subscriptionGroupId) named.push({ kind: "SubscriptionGroup", id: fields.subscriptionGroupId, path: "subscriptionGroupId" });
+  if (fields.definition) {
+    const located = [{ node: fields.definition.entryNode, path: "definition.entryNode" }];
+    fields.definition.nodes.forEach((node, i) => located.push({ node, path: `definition.nodes.${i}` }));
     for (const { node, path } of located) {
-      if (node.type === "SubscriptionGroup") wanted.push({ id: node.subscriptionGroupId, path: `${path}.subscriptionGroupId` });
+      if (node.type === "SubscriptionGroup") named.push({ kind: "SubscriptionGroup", id: node.subscriptionGroupId, path: `${path}.subscriptionGroupId` });
     }
   }
-  if (wanted.length === 0) return;
-  const found = await prisma.subscriptionGroup.findMany({
-    where: { workspaceId, id: { in: [...new Set(wanted.map((w) => w.id))] } },
-    select: { id: true },
-  });
-  const known = new Set(found.map((g) => g.id));
-  const issues: ErrorIssue[] = wanted
-    .filter((w) => !known.has(w.id))
-    .map((w) => ({ path: w.path, message: `no subscription group ${w.id} in this workspace` }));
+  return named;
+}
+
+/**
+ * A segment holds the subscription groups it names (src/db/references.ts), so a group in use
+ * cannot be deleted. Those the body names must exist (400); they are share-locked until the
+ * holds are written, so a concurrent DELETE of one waits and then sees the hold.
+ */
+async function lockGroups(tx: Tx, workspaceId: string, body: UpsertSegmentRequestBody) {
+  const named = groupsNamed(body);
+  if (named.length === 0) return;
+  const found = (await lockTargets(tx, workspaceId, named)).SubscriptionGroup;
+  const issues: ErrorIssue[] = named
+    .filter((g) => !found.has(g.id))
+    .map((g) => ({ path: g.path, message: `no subscription group ${g.id} in this workspace` }));
   if (issues.length > 0) throw badRequest("Unknown subscription group", issues);
+}
+
+async function holdGroups(tx: Tx, workspaceId: string, row: Segment) {
+  const named = groupsNamed({ definition: definitionOf(row), subscriptionGroupId: row.subscriptionGroupId });
+  // A stored definition may name a group deleted before groups were held: hold what exists.
+  const found = (await lockTargets(tx, workspaceId, named)).SubscriptionGroup;
+  await setHolds(tx, workspaceId, { kind: "Segment", id: row.id }, named.filter((g) => found.has(g.id)));
 }
 
 const nameTaken = (name: string) => new ApiError("CONFLICT", `A segment named ${JSON.stringify(name)} already exists in this workspace`);
 
-/**
- * PUT semantics: keyed by `id` when given, else by name. On update, an omitted `definition` or
- * `subscriptionGroupId` keeps the stored value; `updatedAt` moves only when something changed and
- * `definitionUpdatedAt` only when the definition did (compared structurally, key order ignored).
- */
-export async function upsertSegment(
-  prisma: PrismaClient,
-  workspaceId: string,
-  body: UpsertSegmentRequestBody,
-  retried = false,
-): Promise<SegmentResource> {
-  if (!retried) await checkSubscriptionGroups(prisma, workspaceId, body);
-  const existing = body.id
-    ? await prisma.segment.findUnique({ where: { workspaceId_id: { workspaceId, id: body.id } } })
-    : await prisma.segment.findUnique({ where: { workspaceId_name: { workspaceId, name: body.name } } });
-  const now = new Date();
+interface SegmentFields {
+  name: string;
+  definition: SegmentDefinition;
+  subscriptionGroupId: string | null;
+}
 
-  if (!existing) {
-    try {
-      const row = await prisma.segment.create({
+/**
+ * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by name. On update, an omitted
+ * `definition` or `subscriptionGroupId` keeps the stored value; `updatedAt` moves only when
+ * something changed and `definitionUpdatedAt` only when the definition did (compared structurally).
+ */
+export async function upsertSegment(prisma: PrismaClient, workspaceId: string, body: UpsertSegmentRequestBody): Promise<SegmentResource> {
+  const row = await upsert<Segment, SegmentFields, Partial<SegmentFields>>(prisma, {
+    table: "segments",
+    workspaceId,
+    id: body.id,
+    key: Prisma.sql`name = ${body.name}`,
+    read: (tx, id) => tx.segment.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
+    toCreate: () => ({
+      name: body.name,
+      definition: body.definition ?? manualSegmentDefinition(),
+      subscriptionGroupId: body.subscriptionGroupId ?? null,
+    }),
+    changes: (existing) => {
+      const changes: Partial<SegmentFields> = {};
+      if (body.name !== existing.name) changes.name = body.name;
+      if (body.definition !== undefined && !sameJson(definitionOf(existing), body.definition)) changes.definition = body.definition;
+      if (body.subscriptionGroupId !== undefined && body.subscriptionGroupId !== existing.subscriptionGroupId) {
+        changes.subscriptionGroupId = body.subscriptionGroupId;
+      }
+      return Object.keys(changes).length > 0 ? changes : null;
+    },
+    validate: (tx) => lockGroups(tx, workspaceId, body),
+    insert: (tx, fields, now) =>
+      tx.segment.create({
         data: {
           workspaceId,
           ...(body.id ? { id: body.id } : {}),
-          name: body.name,
-          definition: (body.definition ?? manualSegmentDefinition()) as Prisma.InputJsonValue,
-          subscriptionGroupId: body.subscriptionGroupId ?? null,
+          ...fields,
+          definition: fields.definition as Prisma.InputJsonValue,
           createdAt: now,
           updatedAt: now,
           definitionUpdatedAt: now,
         },
-      });
-      return toSegmentResource(row);
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-      // A concurrent PUT created it first: answer as an update of that row (or 409 if the name is another's).
-      if (!retried) return upsertSegment(prisma, workspaceId, body, true);
-      throw nameTaken(body.name);
-    }
-  }
-
-  const definitionChanged = body.definition !== undefined && !isDeepStrictEqual(definitionOf(existing), body.definition);
-  const groupChanged = body.subscriptionGroupId !== undefined && (body.subscriptionGroupId ?? null) !== existing.subscriptionGroupId;
-  const nameChanged = body.name !== existing.name;
-  if (!definitionChanged && !groupChanged && !nameChanged) return toSegmentResource(existing);
-  try {
-    const row = await prisma.segment.update({
-      where: { workspaceId_id: { workspaceId, id: existing.id } },
-      data: {
-        name: body.name,
-        updatedAt: now,
-        ...(definitionChanged ? { definition: body.definition as Prisma.InputJsonValue, definitionUpdatedAt: now } : {}),
-        ...(groupChanged ? { subscriptionGroupId: body.subscriptionGroupId ?? null } : {}),
-      },
-    });
-    return toSegmentResource(row);
-  } catch (err) {
-    if (isUniqueViolation(err)) throw nameTaken(body.name);
-    if (isRecordNotFound(err)) throw notFound(`Segment ${existing.id}`);
-    throw err;
-  }
+      }),
+    update: (tx, existing, changes, now) =>
+      tx.segment.update({
+        where: { workspaceId_id: { workspaceId, id: existing.id } },
+        data: {
+          ...changes,
+          ...(changes.definition ? { definition: changes.definition as Prisma.InputJsonValue, definitionUpdatedAt: now } : {}),
+          updatedAt: now,
+        },
+      }),
+    afterWrite: async (tx, row, write) => {
+      if (write.existing === null || write.update.definition !== undefined || write.update.subscriptionGroupId !== undefined) {
+        await holdGroups(tx, workspaceId, row);
+      }
+    },
+    keyTaken: () => nameTaken(body.name),
+  });
+  return toSegmentResource(row);
 }
 
 /** Segments ordered by name then id, keyset-paginated. */
@@ -135,12 +149,11 @@ export async function listSegments(prisma: PrismaClient, workspaceId: string, qu
   return { ...result, segments: result.items };
 }
 
+/** 409 while a running journey uses the segment (it holds it); the segment's own holds go with it. */
 export async function deleteSegment(prisma: PrismaClient, workspaceId: string, id: string): Promise<void> {
-  const row = await findSegment(prisma, workspaceId, id);
-  await assertNotUsedByRunningJourney(prisma, workspaceId, id, `Segment ${JSON.stringify(row.name)}`);
-  const [, deleted] = await prisma.$transaction([
-    prisma.segmentManualMember.deleteMany({ where: { workspaceId, segmentId: id } }),
-    prisma.segment.deleteMany({ where: { workspaceId, id } }),
-  ]);
-  if (deleted.count === 0) throw notFound(`Segment ${id}`);
+  await deleteUnlessHeld(prisma, workspaceId, { kind: "Segment", id }, async (tx) => {
+    await setHolds(tx, workspaceId, { kind: "Segment", id }, []);
+    await tx.segmentManualMember.deleteMany({ where: { workspaceId, segmentId: id } });
+    await tx.segment.delete({ where: { workspaceId_id: { workspaceId, id } } });
+  });
 }

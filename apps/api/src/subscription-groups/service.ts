@@ -1,11 +1,11 @@
 // Subscription groups: upsert (by id or by name), list, get, delete.
 import type { SubscriptionGroupListQuery, SubscriptionGroupResource, UpsertSubscriptionGroupRequestBody } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
+import { assertNotHeld, deleteUnlessHeld } from "../db/references.ts";
+import { upsert } from "../db/upsert.ts";
 import { Prisma, type SubscriptionGroup } from "../generated/prisma/client.ts";
 import { ApiError, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
-import { assertNotUsedByRunningJourney } from "../journeys/usage.ts";
-import { isRecordNotFound, isUniqueViolation } from "../db/errors.ts";
 
 export function toSubscriptionGroupResource(row: SubscriptionGroup): SubscriptionGroupResource {
   return {
@@ -28,47 +28,43 @@ export async function findSubscriptionGroup(prisma: PrismaClient, workspaceId: s
 const nameTaken = (name: string) =>
   new ApiError("CONFLICT", `A subscription group named ${JSON.stringify(name)} already exists in this workspace`);
 
-/** PUT semantics: keyed by `id` when given, else by name; `updatedAt` moves only when something changed. */
+type GroupFields = Pick<SubscriptionGroup, "name" | "channel" | "type">;
+
+/**
+ * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by name; `updatedAt` moves
+ * only when something changed. Changing the channel is a 409 while a running journey sends
+ * through the group (its message nodes are of the group's channel).
+ */
 export async function upsertSubscriptionGroup(
   prisma: PrismaClient,
   workspaceId: string,
   body: UpsertSubscriptionGroupRequestBody,
-  retried = false,
 ): Promise<SubscriptionGroupResource> {
-  const existing = body.id
-    ? await prisma.subscriptionGroup.findUnique({ where: { workspaceId_id: { workspaceId, id: body.id } } })
-    : await prisma.subscriptionGroup.findUnique({ where: { workspaceId_name: { workspaceId, name: body.name } } });
-  const now = new Date();
-  const fields = { name: body.name, channel: body.channel, type: body.type };
-
-  if (!existing) {
-    try {
-      const row = await prisma.subscriptionGroup.create({
-        data: { workspaceId, ...(body.id ? { id: body.id } : {}), ...fields, createdAt: now, updatedAt: now },
-      });
-      return toSubscriptionGroupResource(row);
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-      // A concurrent PUT created it first: answer as an update of that row (or 409 if the name is another's).
-      if (!retried) return upsertSubscriptionGroup(prisma, workspaceId, body, true);
-      throw nameTaken(body.name);
-    }
-  }
-
-  if (existing.name === fields.name && existing.channel === fields.channel && existing.type === fields.type) {
-    return toSubscriptionGroupResource(existing);
-  }
-  try {
-    const row = await prisma.subscriptionGroup.update({
-      where: { workspaceId_id: { workspaceId, id: existing.id } },
-      data: { ...fields, updatedAt: now },
-    });
-    return toSubscriptionGroupResource(row);
-  } catch (err) {
-    if (isUniqueViolation(err)) throw nameTaken(body.name);
-    if (isRecordNotFound(err)) throw notFound(`Subscription group ${existing.id}`);
-    throw err;
-  }
+  const fields: GroupFields = { name: body.name, channel: body.channel, type: body.type };
+  const row = await upsert<SubscriptionGroup, GroupFields, Partial<GroupFields>>(prisma, {
+    table: "subscription_groups",
+    workspaceId,
+    id: body.id,
+    key: Prisma.sql`name = ${body.name}`,
+    read: (tx, id) => tx.subscriptionGroup.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
+    toCreate: () => fields,
+    changes: (existing) => {
+      const changes = Object.fromEntries(Object.entries(fields).filter(([k, v]) => existing[k as keyof GroupFields] !== v));
+      return Object.keys(changes).length > 0 ? (changes as Partial<GroupFields>) : null;
+    },
+    validate: async (tx, write) => {
+      if (write.existing === null || write.update.channel === undefined) return;
+      const what = `Subscription group ${JSON.stringify(write.existing.name)}`;
+      const why = `its channel cannot change from ${write.existing.channel} to ${write.update.channel} while they run`;
+      await assertNotHeld(tx, workspaceId, { kind: "SubscriptionGroup", id: write.existing.id }, what, { kinds: ["Journey"], why });
+    },
+    insert: (tx, data, now) =>
+      tx.subscriptionGroup.create({ data: { workspaceId, ...(body.id ? { id: body.id } : {}), ...data, createdAt: now, updatedAt: now } }),
+    update: (tx, existing, changes, now) =>
+      tx.subscriptionGroup.update({ where: { workspaceId_id: { workspaceId, id: existing.id } }, data: { ...changes, updatedAt: now } }),
+    keyTaken: () => nameTaken(body.name),
+  });
+  return toSubscriptionGroupResource(row);
 }
 
 /** Groups ordered by name then id, keyset-paginated. */
@@ -80,23 +76,10 @@ export async function listSubscriptionGroups(prisma: PrismaClient, workspaceId: 
   return { ...result, subscriptionGroups: result.items };
 }
 
-/** 409 while a segment links the group (its column or a SubscriptionGroup node) or a running journey uses it. */
+/** 409 while a segment names the group (its column or a SubscriptionGroup node) or a running journey uses it: both hold it. */
 export async function deleteSubscriptionGroup(prisma: PrismaClient, workspaceId: string, id: string): Promise<void> {
-  const row = await findSubscriptionGroup(prisma, workspaceId, id);
-  const what = `Subscription group ${JSON.stringify(row.name)}`;
-  // Ids are UUIDs, so a text match in the definition is exact enough.
-  const segments = await prisma.$queryRaw<{ name: string }[]>`
-    SELECT name FROM segments
-    WHERE workspace_id = ${workspaceId}::uuid
-      AND (subscription_group_id = ${id}::uuid OR strpos(definition::text, ${id}) > 0)
-    ORDER BY name`;
-  if (segments.length > 0) {
-    throw new ApiError("CONFLICT", `${what} is used by segment(s): ${segments.map((s) => s.name).join(", ")}`);
-  }
-  await assertNotUsedByRunningJourney(prisma, workspaceId, id, what);
-  const [, deleted] = await prisma.$transaction([
-    prisma.subscriptionAssignment.deleteMany({ where: { workspaceId, subscriptionGroupId: id } }),
-    prisma.subscriptionGroup.deleteMany({ where: { workspaceId, id } }),
-  ]);
-  if (deleted.count === 0) throw notFound(`Subscription group ${id}`);
+  await deleteUnlessHeld(prisma, workspaceId, { kind: "SubscriptionGroup", id }, async (tx) => {
+    await tx.subscriptionAssignment.deleteMany({ where: { workspaceId, subscriptionGroupId: id } });
+    await tx.subscriptionGroup.delete({ where: { workspaceId_id: { workspaceId, id } } });
+  });
 }

@@ -8,12 +8,12 @@ import type {
   UpsertMessageTemplateRequestBody,
 } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
+import { assertNotHeld, deleteUnlessHeld } from "../db/references.ts";
+import { jsonColumn, sameJson, upsert } from "../db/upsert.ts";
 import { Prisma, type MessageTemplate } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
-import { assertNotUsedByRunningJourney } from "../journeys/usage.ts";
 import { liquidSyntaxIssues } from "./liquid.ts";
-import { isUniqueViolation } from "../db/errors.ts";
 
 export function toTemplateResource(row: MessageTemplate): MessageTemplateResource {
   const definition = row.definition as MessageTemplateDefinition | null;
@@ -31,10 +31,30 @@ export function toTemplateResource(row: MessageTemplate): MessageTemplateResourc
   };
 }
 
-/** Prisma's value for a nullable JSON column: undefined keeps, null clears. */
-const jsonColumn = (value: MessageTemplateDefinition | null | undefined) =>
-  value === null ? Prisma.DbNull : (value as Prisma.InputJsonValue | undefined);
+interface TemplateFields {
+  name: string;
+  definition: MessageTemplateDefinition | null;
+  draft: MessageTemplateDefinition | null;
+}
 
+/**
+ * What a running journey cannot send any more after this change of its template: the reason, or
+ * null when it still can. A journey starts only with templates that have a definition of the
+ * node's channel (journeys/validate.ts), so losing the definition or changing its channel breaks it.
+ */
+function breaksSending(stored: MessageTemplateDefinition | null, next: MessageTemplateDefinition | null): string | null {
+  if (!stored) return null;
+  if (!next) return "its definition cannot be removed while they run";
+  if (next.type !== stored.type) return `its channel cannot change from ${stored.type} to ${next.type} while they run`;
+  return null;
+}
+
+/**
+ * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by name; an omitted
+ * `definition` or `draft` keeps the stored one, `null` removes it; nothing changed, nothing
+ * written. Liquid syntax is checked before anything is stored. Removing the definition or
+ * changing its channel is a 409 while a running journey uses the template.
+ */
 export async function upsertTemplate(
   prisma: PrismaClient,
   workspaceId: string,
@@ -46,20 +66,57 @@ export async function upsertTemplate(
   ];
   if (issues.length) throw badRequest("The template has Liquid syntax errors", issues);
 
-  const fields = { name: body.name, definition: jsonColumn(body.definition), draft: jsonColumn(body.draft) };
-  const create = { workspaceId, ...fields, ...(body.id ? { id: body.id } : {}) };
-  const update = { ...fields, updatedAt: new Date() };
-  try {
-    const row = body.id
-      ? await prisma.messageTemplate.upsert({ where: { workspaceId_id: { workspaceId, id: body.id } }, create, update })
-      : await prisma.messageTemplate.upsert({ where: { workspaceId_name: { workspaceId, name: body.name } }, create, update });
-    return toTemplateResource(row);
-  } catch (err) {
-    if (isUniqueViolation(err)) {
-      throw new ApiError("CONFLICT", `Another template of the workspace is named ${JSON.stringify(body.name)}`);
-    }
-    throw err;
-  }
+  const stored = (row: MessageTemplate) => ({
+    definition: row.definition as MessageTemplateDefinition | null,
+    draft: row.draft as MessageTemplateDefinition | null,
+  });
+  const row = await upsert<MessageTemplate, TemplateFields, Partial<TemplateFields>>(prisma, {
+    table: "message_templates",
+    workspaceId,
+    id: body.id,
+    key: Prisma.sql`name = ${body.name}`,
+    read: (tx, id) => tx.messageTemplate.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
+    toCreate: () => ({ name: body.name, definition: body.definition ?? null, draft: body.draft ?? null }),
+    changes: (existing) => {
+      const changes: Partial<TemplateFields> = {};
+      if (body.name !== existing.name) changes.name = body.name;
+      if (body.definition !== undefined && !sameJson(body.definition, existing.definition)) changes.definition = body.definition;
+      if (body.draft !== undefined && !sameJson(body.draft, existing.draft)) changes.draft = body.draft;
+      return Object.keys(changes).length > 0 ? changes : null;
+    },
+    validate: async (tx, write) => {
+      if (write.existing === null || write.update.definition === undefined) return;
+      const why = breaksSending(stored(write.existing).definition, write.update.definition);
+      if (why) {
+        const what = `Template ${JSON.stringify(write.existing.name)}`;
+        await assertNotHeld(tx, workspaceId, { kind: "MessageTemplate", id: write.existing.id }, what, { kinds: ["Journey"], why });
+      }
+    },
+    insert: (tx, fields, now) =>
+      tx.messageTemplate.create({
+        data: {
+          workspaceId,
+          ...(body.id ? { id: body.id } : {}),
+          name: fields.name,
+          definition: jsonColumn(fields.definition),
+          draft: jsonColumn(fields.draft),
+          createdAt: now,
+          updatedAt: now,
+        },
+      }),
+    update: (tx, existing, changes, now) =>
+      tx.messageTemplate.update({
+        where: { workspaceId_id: { workspaceId, id: existing.id } },
+        data: {
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
+          ...(changes.definition !== undefined ? { definition: jsonColumn(changes.definition) } : {}),
+          ...(changes.draft !== undefined ? { draft: jsonColumn(changes.draft) } : {}),
+          updatedAt: now,
+        },
+      }),
+    keyTaken: () => new ApiError("CONFLICT", `Another template of the workspace is named ${JSON.stringify(body.name)}`),
+  });
+  return toTemplateResource(row);
 }
 
 export async function listTemplates(
@@ -84,9 +141,9 @@ export async function findTemplate(prisma: PrismaClient, workspaceId: string, id
   return row;
 }
 
+/** 409 while a running journey uses the template (it holds it). */
 export async function deleteTemplate(prisma: PrismaClient, workspaceId: string, id: string): Promise<void> {
-  const row = await findTemplate(prisma, workspaceId, id);
-  await assertNotUsedByRunningJourney(prisma, workspaceId, id, `Template ${JSON.stringify(row.name)}`);
-  const { count } = await prisma.messageTemplate.deleteMany({ where: { workspaceId, id } });
-  if (count === 0) throw notFound(`Template ${id}`);
+  await deleteUnlessHeld(prisma, workspaceId, { kind: "MessageTemplate", id }, async (tx) => {
+    await tx.messageTemplate.delete({ where: { workspaceId_id: { workspaceId, id } } });
+  });
 }

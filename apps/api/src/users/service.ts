@@ -62,11 +62,11 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
   const ids = [profileId, ...identities];
   const [events, span, memberships] = await Promise.all([
     prisma.event.findMany({
-      where: { workspaceId, profileId: { in: ids } },
+      where: { workspaceId, identityId: { in: ids } },
       orderBy: [{ eventTime: "desc" }, { messageId: "desc" }],
       take: 50,
     }),
-    prisma.event.aggregate({ where: { workspaceId, profileId: { in: ids } }, _min: { eventTime: true }, _max: { eventTime: true } }),
+    prisma.event.aggregate({ where: { workspaceId, identityId: { in: ids } }, _min: { eventTime: true }, _max: { eventTime: true } }),
     prisma.groupMembership.findMany({ where: { workspaceId, profileId }, orderBy: { joinedAt: "asc" } }),
   ]);
   const groups = memberships.length
@@ -92,7 +92,7 @@ export async function listEvents(prisma: PrismaClient, workspaceId: string, quer
   const where: Prisma.EventWhereInput = { workspaceId };
   if (query.userId) {
     const { profileId, identities } = await resolveIdentity(prisma, workspaceId, query.userId);
-    where.profileId = { in: [profileId, ...identities] };
+    where.identityId = { in: [profileId, ...identities] };
   }
   if (query.event) where.event = query.event;
   if (query.cursor) {

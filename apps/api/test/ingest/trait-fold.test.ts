@@ -1,6 +1,6 @@
 // Folding the traits of one commit's events per profile: later or equal event time wins per key.
 import { describe, expect, it } from "vitest";
-import { TraitFold } from "../../src/ingest/store.ts";
+import { TraitFold } from "../../src/ingest/trait-fold.ts";
 
 const parsed = (fold: TraitFold) => {
   const r = fold.result();

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runningJourneysUsing } from "../../src/journeys/usage.ts";
 import { createTestApp, type TestApp, type TestWorkspace } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";
 import { insertSegment, insertTemplate, issuePaths, putJourney, simpleDefinition } from "./fixtures.ts";
@@ -147,10 +146,21 @@ describe("status", () => {
     expect(kept.body).toMatchObject({ status: "Running", draft: seedDraft(seg), definition: { nodes: [{ id: "m" }] } });
   });
 
-  it("usage.ts sees the running journeys that use a resource", async () => {
-    const { id, seg, tpl } = await runningJourney();
-    expect((await runningJourneysUsing(t.ctx.db.prisma, t.workspace.id, seg)).map((j) => j.id)).toEqual([id]);
-    expect((await runningJourneysUsing(t.ctx.db.prisma, t.workspace.id, tpl)).map((j) => j.id)).toEqual([id]);
+  it("a running journey holds what its definition uses, as rows; pausing releases them, resuming takes them again", async () => {
+    const { id, name, seg, tpl } = await runningJourney();
+    const holds = async () => {
+      const where = { workspaceId: t.workspace.id, referrerKind: "Journey" as const, referrerId: id };
+      const [segments, templates] = await Promise.all([
+        t.ctx.db.prisma.segmentReference.findMany({ where }),
+        t.ctx.db.prisma.messageTemplateReference.findMany({ where }),
+      ]);
+      return { segments: segments.map((r) => r.targetId), templates: templates.map((r) => r.targetId) };
+    };
+    expect(await holds()).toEqual({ segments: [seg], templates: [tpl] });
+    await putJourney(t, { id, name, status: "Paused" });
+    expect(await holds()).toEqual({ segments: [], templates: [] });
+    await putJourney(t, { id, name, status: "Running" });
+    expect(await holds()).toEqual({ segments: [seg], templates: [tpl] });
   });
 });
 

@@ -228,22 +228,22 @@ describe("GET and DELETE /api/admin/segments/:id", () => {
 
   it("refuses to delete a segment a running journey uses (409), and allows it once the journey is paused", async () => {
     const seg = await put({ name: "Journey entry", definition: trait("j") });
-    const journey = await t.ctx.db.prisma.journey.create({
-      data: {
-        workspaceId: t.workspace.id,
-        name: "Onboarding",
-        status: "Running",
-        definition: { entryNode: { type: "EntryNode", segment: seg.body.id, child: "ExitNode" }, nodes: [], exitNode: { type: "ExitNode" } },
-      },
-    });
+    const journey = (status: string) =>
+      request(t.url, "PUT", "/api/admin/journeys", {
+        headers: admin(),
+        body: {
+          name: "Onboarding",
+          status,
+          definition: { entryNode: { type: "EntryNode", segment: seg.body.id, child: "ExitNode" }, nodes: [], exitNode: { type: "ExitNode" } },
+        },
+      });
+    expect((await journey("Running")).status).toBe(200);
     const del = await request(t.url, "DELETE", `/api/admin/segments/${seg.body.id}`, { headers: admin() });
     expect(del.status).toBe(409);
-    expect(del.body.error.message).toMatch(/Onboarding/);
+    expect(del.body.error.code).toBe("CONFLICT");
+    expect(del.body.error.message).toBe('Segment "Journey entry" is used by running journey(s): Onboarding');
     expect((await get(seg.body.id)).status).toBe(200);
-    await t.ctx.db.prisma.journey.update({
-      where: { workspaceId_id: { workspaceId: t.workspace.id, id: journey.id } },
-      data: { status: "Paused" },
-    });
+    expect((await journey("Paused")).status).toBe(200);
     const ok = await request(t.url, "DELETE", `/api/admin/segments/${seg.body.id}`, { headers: admin() });
     expect(ok.status).toBe(204);
   });

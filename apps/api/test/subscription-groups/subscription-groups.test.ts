@@ -142,18 +142,22 @@ describe("DELETE /api/admin/subscription-groups/:id", () => {
 
   it("409 while a running journey uses the group", async () => {
     const g = await put({ name: "Journey group", channel: "Email", type: "OptIn" });
-    await t.ctx.db.prisma.journey.create({
-      data: {
-        workspaceId: t.workspace.id,
+    const template = await t.ctx.db.prisma.messageTemplate.create({
+      data: { workspaceId: t.workspace.id, name: "welcome", definition: { type: "Email", from: "a@example.com", subject: "Hi", body: "Hello" } },
+    });
+    const journey = await request(t.url, "PUT", "/api/admin/journeys", {
+      headers: admin(),
+      body: {
         name: "Welcome flow",
         status: "Running",
         definition: {
           entryNode: { type: "EventEntryNode", event: "Signed Up", child: "m" },
-          nodes: [{ type: "MessageNode", id: "m", channel: "Email", templateId: randomUUID(), subscriptionGroupId: g.body.id, child: "ExitNode" }],
+          nodes: [{ type: "MessageNode", id: "m", channel: "Email", templateId: template.id, subscriptionGroupId: g.body.id, child: "ExitNode" }],
           exitNode: { type: "ExitNode" },
         },
       },
     });
+    expect(journey.status).toBe(200);
     const res = await del(g.body.id);
     expect(res.status).toBe(409);
     expect(res.body.error.message).toMatch(/Welcome flow/);

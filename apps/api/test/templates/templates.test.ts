@@ -191,14 +191,16 @@ describe("GET and DELETE /api/admin/content/templates", () => {
 
   it("refuses to delete a template a running journey uses (409)", async () => {
     const created = await put({ name: "in-use", definition: definitions.Sms }, listWs);
-    await t.ctx.db.prisma.journey.create({
-      data: {
-        workspaceId: listWs.id,
+    const segment = await t.ctx.db.prisma.segment.create({ data: { workspaceId: listWs.id, name: "everyone", definition: { entryNode: { type: "Everyone", id: "e" }, nodes: [] } } });
+    const journey = await request(t.url, "PUT", "/api/admin/journeys", {
+      headers: bearer(listWs.adminKey),
+      body: {
         name: "uses-template",
         status: "Running",
-        definition: { entryNode: { type: "EntryNode", segment: randomUUID(), child: "m" }, nodes: [{ id: "m", type: "MessageNode", channel: "Sms", templateId: created.body.id, child: "ExitNode" }], exitNode: { type: "ExitNode" } },
+        definition: { entryNode: { type: "EntryNode", segment: segment.id, child: "m" }, nodes: [{ id: "m", type: "MessageNode", channel: "Sms", templateId: created.body.id, child: "ExitNode" }], exitNode: { type: "ExitNode" } },
       },
     });
+    expect(journey.status).toBe(200);
     const del = await request(t.url, "DELETE", `${PATH}/${created.body.id}`, { headers: bearer(listWs.adminKey) });
     expect(del.status).toBe(409);
     expect(del.body.error.message).toContain("uses-template");

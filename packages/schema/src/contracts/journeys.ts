@@ -26,7 +26,7 @@ export const journeyContracts = [
       "",
       "Definitions — sent or compiled — are validated: structure (ids, children, cycles, reachability, cohort percents adding up to 100) and references (segments, message templates and subscription groups of this workspace, template and subscription group of the node's channel). Problems answer 400 with one issue per problem; for a compiled draft the issue paths point into `draft.nodes`.",
       "",
-      "Status: `NotStarted` → `Running` ⇄ `Paused`, never back to `NotStarted`; `Running` needs a valid definition.",
+      "Status: `NotStarted` → `Running` ⇄ `Paused`, never back to `NotStarted`; `Running` needs a valid definition whose message templates each have a `definition` (a draft-only template cannot be sent). While running, the journey holds what its definition uses: those segments, templates and subscription groups cannot be deleted, nor changed into something it cannot send (409 naming the journey); pausing releases them, and resuming checks them again.",
     ].join("\n"),
     body: UpsertJourneyRequestBody,
     success: { status: 200, description: "The stored journey.", schema: JourneyResource },

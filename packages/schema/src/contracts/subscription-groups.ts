@@ -24,7 +24,7 @@ export const subscriptionGroupContracts = [
     tags,
     summary: "Create or update a subscription group",
     description:
-      "Upserts by `id` when given (an id not yet in the workspace creates the group with that id), else by (`workspaceId`, `name`); answers 200 with the stored group. `createdAt` and `updatedAt` in the body are ignored. 409 when renaming onto the name of another group.",
+      "Upserts by `id` when given (an id not yet in the workspace creates the group with that id), else by (`workspaceId`, `name`); answers 200 with the stored group. `createdAt` and `updatedAt` in the body are ignored. 409 when renaming onto the name of another group, or when changing the channel of a group a running journey uses (the message names the journey).",
     body: UpsertSubscriptionGroupRequestBody,
     success: { status: 200, description: "The stored group.", schema: SubscriptionGroupResource },
     errors: adminErrors("CONFLICT"),

@@ -25,7 +25,7 @@ export const templateContracts = [
     description: [
       "Upserts by `id` when given (an id not yet in the workspace creates the template with that id), else by (`workspaceId`, `name`); answers 200 with the stored template.",
       "`definition` and `draft` are kept when omitted and removed when `null`. `type`, `createdAt` and `updatedAt` in the body are ignored; the response `type` is the channel of `definition`, else of `draft`, else `Email`.",
-      "Every Liquid field is parsed before anything is stored: a syntax error is a 400 whose issue names the field (e.g. `definition.subject`). 409 when renaming onto the name of another template.",
+      "Every Liquid field is parsed before anything is stored: a syntax error is a 400 whose issue names the field (e.g. `definition.subject`). 409 when renaming onto the name of another template, or when a running journey uses the template and the change would leave it unable to send (its channel changed, its `definition` removed); the message names the journey.",
     ].join("\n\n"),
     body: UpsertMessageTemplateRequestBody,
     success: { status: 200, description: "The stored template.", schema: MessageTemplateResource },

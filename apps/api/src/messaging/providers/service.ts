@@ -13,12 +13,12 @@ import {
 } from "@tidings/schema";
 import { z } from "zod";
 import type { PrismaClient } from "../../db/client.ts";
+import { sameJson, upsert } from "../../db/upsert.ts";
 import { type ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound, zodIssues } from "../../http/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../../http/pagination.ts";
 import { type SecretBox, SecretDecryptionError } from "../secrets.ts";
 import { maskedConfig, mergePlain, mergeSecrets, type Secrets } from "./config.ts";
-import { isUniqueViolation } from "../../db/errors.ts";
 
 const secretsContext = (workspaceId: string, id: string) => `channel_providers/${workspaceId}/${id}`;
 
@@ -72,48 +72,75 @@ export function toProviderResource(box: SecretBox, row: ChannelProvider): Channe
   } as ChannelProviderResource;
 }
 
+/** A provider's fields after a PUT: its config split into plain fields and (decrypted) secrets. */
+interface ProviderFields {
+  channel: Channel;
+  type: ProviderType;
+  plain: Record<string, unknown>;
+  secrets: Secrets;
+}
+
+/**
+ * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by channel (one provider per
+ * channel; moving a provider onto a channel that has one is a 409). While the type stays the
+ * same, config fields left out keep their stored value (config.ts); nothing changed (secrets
+ * compared decrypted), nothing written.
+ */
 export async function upsertProvider(
   prisma: PrismaClient,
   box: SecretBox,
   workspaceId: string,
   body: UpsertChannelProviderRequestBody,
 ): Promise<ChannelProviderResource> {
-  const existing = await prisma.channelProvider.findUnique({
-    where: body.id
-      ? { workspaceId_id: { workspaceId, id: body.id } }
-      : { workspaceId_channel: { workspaceId, channel: body.channel } },
-  });
-  const id = existing?.id ?? body.id ?? randomUUID();
   const requested = body.config as Record<string, unknown>;
-  // Stored fields carry over only while the type stays the same; unreadable secrets never do.
-  const sameType = existing && existing.type === body.type;
-  const stored = sameType ? (readableSecrets(box, existing) ?? {}) : {};
-  const { secrets, issues } = mergeSecrets(body.type, requested, stored);
-  if (issues.length) throw badRequest("Invalid provider config", issues);
-  const plain = mergePlain(body.type, requested, sameType ? (existing.config as Record<string, unknown>) : {});
-  const complete = providerConfigSchemas[body.type].safeParse({ ...plain, ...secrets });
-  if (!complete.success) throw badRequest("Invalid provider config", zodIssues(complete.error, ["config"]));
-
-  const data = {
-    channel: body.channel,
-    type: body.type,
-    config: plain as Prisma.InputJsonValue,
-    secrets: Object.keys(secrets).length ? box.seal(JSON.stringify(secrets), secretsContext(workspaceId, id)) : null,
+  const merged = (existing: ChannelProvider | null): ProviderFields => {
+    // Stored fields carry over only while the type stays the same; unreadable secrets never do.
+    const sameType = existing !== null && existing.type === body.type;
+    const stored = sameType ? (readableSecrets(box, existing) ?? {}) : {};
+    const { secrets, issues } = mergeSecrets(body.type, requested, stored);
+    if (issues.length) throw badRequest("Invalid provider config", issues);
+    const plain = mergePlain(body.type, requested, sameType ? (existing.config as Record<string, unknown>) : {});
+    const complete = providerConfigSchemas[body.type].safeParse({ ...plain, ...secrets });
+    if (!complete.success) throw badRequest("Invalid provider config", zodIssues(complete.error, ["config"]));
+    return { channel: body.channel, type: body.type, plain, secrets };
   };
-  try {
-    const row = existing
-      ? await prisma.channelProvider.update({
-          where: { workspaceId_id: { workspaceId, id } },
-          data: { ...data, updatedAt: new Date() },
-        })
-      : await prisma.channelProvider.create({ data: { workspaceId, id, ...data } });
-    return toProviderResource(box, row);
-  } catch (err) {
-    if (isUniqueViolation(err)) {
-      throw new ApiError("CONFLICT", `The workspace already has a ${body.channel} provider; update it (by its id or channel) instead`);
-    }
-    throw err;
-  }
+  const columns = (fields: ProviderFields, id: string) => ({
+    channel: fields.channel,
+    type: fields.type,
+    config: fields.plain as Prisma.InputJsonValue,
+    secrets: Object.keys(fields.secrets).length ? box.seal(JSON.stringify(fields.secrets), secretsContext(workspaceId, id)) : null,
+  });
+  const newId = body.id ?? randomUUID();
+
+  const row = await upsert<ChannelProvider, ProviderFields, ProviderFields>(prisma, {
+    table: "channel_providers",
+    workspaceId,
+    id: body.id,
+    key: Prisma.sql`channel = ${body.channel}::"Channel"`,
+    read: (tx, id) => tx.channelProvider.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
+    toCreate: () => merged(null),
+    changes: (existing) => {
+      const next = merged(existing);
+      const storedSecrets = readableSecrets(box, existing);
+      const same =
+        existing.channel === next.channel &&
+        existing.type === next.type &&
+        sameJson(existing.config, next.plain) &&
+        storedSecrets !== null &&
+        sameJson(storedSecrets, next.secrets);
+      return same ? null : next;
+    },
+    insert: (tx, fields, now) =>
+      tx.channelProvider.create({ data: { workspaceId, id: newId, ...columns(fields, newId), createdAt: now, updatedAt: now } }),
+    update: (tx, existing, fields, now) =>
+      tx.channelProvider.update({
+        where: { workspaceId_id: { workspaceId, id: existing.id } },
+        data: { ...columns(fields, existing.id), updatedAt: now },
+      }),
+    keyTaken: () =>
+      new ApiError("CONFLICT", `The workspace already has a ${body.channel} provider; update it (by its id or channel) instead`),
+  });
+  return toProviderResource(box, row);
 }
 
 /** The Channel enum in its declaration order, which is how PostgreSQL sorts it. */

@@ -1,0 +1,111 @@
+// PUT by id-or-key, one implementation for every admin resource (segments, templates,
+// subscription groups, journeys, providers). Each resource gives its pieces; this runs them in
+// one transaction with one set of rules:
+// - keyed by `id` when the request has one (absent: created with that id), else by the
+//   resource's other key (a name; a provider's channel);
+// - the matched row is locked (FOR UPDATE) before anything is compared or checked, so checks
+//   that other rows depend on (references, src/db/references.ts) see a row nobody else changes;
+// - an update that changes nothing (compared structurally) writes nothing: `updatedAt` stays;
+// - two first PUTs of one key at once both succeed: the one whose insert loses the race runs
+//   again and finds the other's row (then updates it, or finds it unchanged);
+// - a key that belongs to another row (a rename onto a taken name, an id-keyed create whose name
+//   is taken) is a 409.
+import { isDeepStrictEqual } from "node:util";
+import { Prisma } from "../generated/prisma/client.ts";
+import type { ApiError } from "../http/errors.ts";
+import type { PrismaClient } from "./client.ts";
+import { isUniqueViolation } from "./errors.ts";
+
+export type Tx = Prisma.TransactionClient;
+
+/** Tables PUT upserts into; each has (workspace_id, id) as its primary key. */
+export type UpsertTable = "segments" | "message_templates" | "subscription_groups" | "channel_providers" | "journeys";
+
+/** What is about to be written: a new row, or the changes to a stored one. */
+export type Write<Row, Create, Update> = { existing: null; create: Create } | { existing: Row; update: Update };
+
+export interface UpsertSpec<Row, Create, Update> {
+  table: UpsertTable;
+  workspaceId: string;
+  /** The request's `id`: when given it is the key. */
+  id: string | undefined;
+  /** The other key, a condition on the table, e.g. Prisma.sql`name = ${name}`. */
+  key: Prisma.Sql;
+  /** Reads the (locked) row with this id. */
+  read(tx: Tx, id: string): Promise<Row | null>;
+  /** The row to create when none matches. May throw (a 400). */
+  toCreate(): Create;
+  /** What an update changes, compared structurally with the stored row; null when nothing does. May throw (a 400). */
+  changes(existing: Row): Update | null;
+  /** Checks that read other rows, in the transaction and before the write (lock what they rely on). Throws an ApiError. */
+  validate?(tx: Tx, write: Write<Row, Create, Update>): Promise<void>;
+  insert(tx: Tx, data: Create, now: Date): Promise<Row>;
+  update(tx: Tx, existing: Row, data: Update, now: Date): Promise<Row>;
+  /** After the write, in the same transaction (e.g. storing what the row references). */
+  afterWrite?(tx: Tx, row: Row, write: Write<Row, Create, Update>): Promise<void>;
+  /** The 409 for a key (name, channel) that belongs to another row. */
+  keyTaken(): ApiError;
+}
+
+/**
+ * The structural comparison every upsert uses to tell a change: equal as JSON (the form the
+ * database keeps), so key order and properties set to `undefined` do not count.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  const normal = (v: unknown) => (v === undefined ? null : JSON.parse(JSON.stringify(v)));
+  return isDeepStrictEqual(normal(a), normal(b));
+}
+
+/** Prisma's value for a nullable JSON column: null clears it. */
+export const jsonColumn = (value: unknown) => (value === null ? Prisma.DbNull : (value as Prisma.InputJsonValue));
+
+/** The insert of this attempt lost a race on a unique key: run the whole transaction again. */
+class InsertRaced extends Error {}
+
+export async function upsert<Row, Create, Update>(prisma: PrismaClient, spec: UpsertSpec<Row, Create, Update>): Promise<Row> {
+  try {
+    return await prisma.$transaction((tx) => upsertOnce(tx, spec, false));
+  } catch (err) {
+    if (!(err instanceof InsertRaced)) throw err;
+    // Another PUT inserted the key just before us: this attempt finds its row. (Lost a second
+    // time, the key belongs to a row this request does not name: upsertOnce answers 409.)
+    return prisma.$transaction((tx) => upsertOnce(tx, spec, true));
+  }
+}
+
+async function upsertOnce<Row, Create, Update>(tx: Tx, spec: UpsertSpec<Row, Create, Update>, raced: boolean): Promise<Row> {
+  const table = Prisma.raw(`"${spec.table}"`);
+  const where = spec.id === undefined ? spec.key : Prisma.sql`id = ${spec.id}::uuid`;
+  const locked = await tx.$queryRaw<{ id: string }[]>`
+    SELECT id::text FROM ${table} WHERE workspace_id = ${spec.workspaceId}::uuid AND ${where} FOR UPDATE`;
+  const existing = locked[0] ? await spec.read(tx, locked[0].id) : null;
+  const now = new Date();
+
+  if (!existing) {
+    const write = { existing: null, create: spec.toCreate() } as const;
+    await spec.validate?.(tx, write);
+    let row: Row;
+    try {
+      row = await spec.insert(tx, write.create, now);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw raced ? spec.keyTaken() : new InsertRaced();
+      throw err;
+    }
+    await spec.afterWrite?.(tx, row, write);
+    return row;
+  }
+
+  const update = spec.changes(existing);
+  if (update === null) return existing;
+  const write = { existing, update };
+  await spec.validate?.(tx, write);
+  let row: Row;
+  try {
+    row = await spec.update(tx, existing, update, now);
+  } catch (err) {
+    if (isUniqueViolation(err)) throw spec.keyTaken();
+    throw err;
+  }
+  await spec.afterWrite?.(tx, row, write);
+  return row;
+}
