@@ -31,13 +31,13 @@ const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 15);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const BATCH = 100;
 
-function waitForLine(child: ChildProcess, re: RegExp): Promise<string> {
+function waitForLine(child: ChildProcess, re: RegExp): Promise<RegExpMatchArray> {
   return new Promise((resolve, reject) => {
     let buf = "";
     const on = (chunk: Buffer) => {
       buf += chunk.toString();
       const m = buf.match(re);
-      if (m) resolve(m[1] ?? m[0]);
+      if (m) resolve(m);
     };
     child.stdout?.on("data", on);
     child.stderr?.on("data", on);
@@ -175,9 +175,10 @@ async function main() {
   });
   const bare = spawn(process.execPath, ["--import", "tsx", path.join(here, "bare-fastify.ts")], { stdio: ["ignore", "pipe", "pipe"] });
   try {
-    await waitForLine(server, /listening on (\S+)/);
-    const bareUrl = await waitForLine(bare, /(http:\/\/\S+)/);
-    const creds = JSON.parse(readFileSync(path.join(dataDir, "credentials.json"), "utf8")) as { writeKey: string; workspaceId: string };
+    // With DATABASE_URL the default workspace's keys are printed once (never saved to a file).
+    const [, workspaceId, writeKey] = await waitForLine(server, /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?listening on /);
+    const creds = { workspaceId: workspaceId!, writeKey: writeKey! };
+    const bareUrl = (await waitForLine(bare, /(http:\/\/\S+)/))[1]!;
     const base = `http://127.0.0.1:${port}`;
     const auth = { authorization: `Basic ${creds.writeKey}`, "content-type": "application/json" };
 
