@@ -30,7 +30,10 @@ function buildStale() {
   return stale.map((p) => p.name).sort();
 }
 
-const staleNames = () => planBuild(root).stale.map((p) => p.name).sort();
+const staleNames = () =>
+  planBuild(root)
+    .stale.map((p) => p.name)
+    .sort();
 
 beforeEach(() => {
   root = mkdtempSync(join(tmpdir(), "tidings-stamps-"));

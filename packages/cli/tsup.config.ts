@@ -9,7 +9,7 @@ export default defineConfig([
     entry: ["src/index.ts"],
     format: ["esm", "cjs"],
     dts: { compilerOptions: dtsCompilerOptions },
-      sourcemap: true,
+    sourcemap: true,
     target: "node20",
   },
   {

@@ -60,8 +60,20 @@ function batchBody(): string {
     const userId = `user-${n % 50_000}`;
     batch.push(
       i % 10 === 0
-        ? { type: "identify", userId, messageId: `${runId}-${n}`, traits: { email: `${userId}@example.com`, plan: n % 3 ? "free" : "pro", seen: n } }
-        : { type: "track", userId, messageId: `${runId}-${n}`, event: "Item Viewed", properties: { sku: `sku-${n % 977}`, price: n % 100, currency: "EUR" }, context: { ip: "10.0.0.1", library: { name: "bench", version: "1" } } },
+        ? {
+            type: "identify",
+            userId,
+            messageId: `${runId}-${n}`,
+            traits: { email: `${userId}@example.com`, plan: n % 3 ? "free" : "pro", seen: n },
+          }
+        : {
+            type: "track",
+            userId,
+            messageId: `${runId}-${n}`,
+            event: "Item Viewed",
+            properties: { sku: `sku-${n % 977}`, price: n % 100, currency: "EUR" },
+            context: { ip: "10.0.0.1", library: { name: "bench", version: "1" } },
+          },
     );
   }
   return JSON.stringify({ batch, sentAt: new Date().toISOString() });
@@ -93,9 +105,16 @@ async function bareInsertLoop(url: string, workspaceId: string, bodies: string[]
       `INSERT INTO bench_events (workspace_id, message_id, type, identity_id, user_id, anonymous_id, event, event_time, received_at, payload)
        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[])`,
       [
-        evs.map(() => workspaceId), evs.map((e) => e.messageId), evs.map((e) => e.type), evs.map((e) => e.userId),
-        evs.map((e) => e.userId), evs.map(() => null), evs.map((e) => e.event ?? null), evs.map(() => now),
-        evs.map(() => now), evs.map((e) => e.payload),
+        evs.map(() => workspaceId),
+        evs.map((e) => e.messageId),
+        evs.map((e) => e.type),
+        evs.map((e) => e.userId),
+        evs.map((e) => e.userId),
+        evs.map(() => null),
+        evs.map((e) => e.event ?? null),
+        evs.map(() => now),
+        evs.map(() => now),
+        evs.map((e) => e.payload),
       ],
     );
     rows += evs.length;
@@ -116,7 +135,12 @@ const IDENTIFY_CONNECTIONS = 64;
 const hasWrk = spawnSync("wrk", ["--version"]).error === undefined;
 
 /** Single identify requests with unique messageIds: requests/s and p99 latency (ms). */
-async function identifyLoad(url: string, headers: Record<string, string>, dir: string, seconds = DURATION): Promise<{ rps: number; p99: number; errors: number }> {
+async function identifyLoad(
+  url: string,
+  headers: Record<string, string>,
+  dir: string,
+  seconds = DURATION,
+): Promise<{ rps: number; p99: number; errors: number }> {
   if (hasWrk) {
     const script = path.join(dir, "identify.lua");
     writeFileSync(
@@ -176,7 +200,10 @@ async function main() {
   const bare = spawn(process.execPath, ["--import", "tsx", path.join(here, "bare-fastify.ts")], { stdio: ["ignore", "pipe", "pipe"] });
   try {
     // With DATABASE_URL the default workspace's keys are printed once (never saved to a file).
-    const [, workspaceId, writeKey] = await waitForLine(server, /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?listening on /);
+    const [, workspaceId, writeKey] = await waitForLine(
+      server,
+      /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?listening on /,
+    );
     const creds = { workspaceId: workspaceId!, writeKey: writeKey! };
     const bareUrl = (await waitForLine(bare, /(http:\/\/\S+)/))[1]!;
     const base = `http://127.0.0.1:${port}`;
@@ -191,12 +218,17 @@ async function main() {
       await identifyLoad(bareUrl, bareHeaders, dataDir, WARMUP);
     }
     const rounds: { id: Awaited<ReturnType<typeof identifyLoad>>; bare: Awaited<ReturnType<typeof identifyLoad>> }[] = [];
-    for (let i = 0; i < ROUNDS; i++) rounds.push({ id: await identifyLoad(base, auth, dataDir), bare: await identifyLoad(bareUrl, bareHeaders, dataDir) });
+    for (let i = 0; i < ROUNDS; i++)
+      rounds.push({ id: await identifyLoad(base, auth, dataDir), bare: await identifyLoad(bareUrl, bareHeaders, dataDir) });
     const median = (xs: number[]) => {
       const s = [...xs].sort((a, b) => a - b);
       return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
     };
-    const id = { rps: median(rounds.map((r) => r.id.rps)), p99: median(rounds.map((r) => r.id.p99)), errors: rounds.reduce((n, r) => n + r.id.errors, 0) };
+    const id = {
+      rps: median(rounds.map((r) => r.id.rps)),
+      p99: median(rounds.map((r) => r.id.p99)),
+      errors: rounds.reduce((n, r) => n + r.id.errors, 0),
+    };
     const bareId = { rps: median(rounds.map((r) => r.bare.rps)), p99: median(rounds.map((r) => r.bare.p99)) };
     // 2. Batches. Bodies are built before the clock starts so the load generator stays light.
     const bodies = Array.from({ length: Math.ceil((DURATION * 60_000) / BATCH) }, batchBody);
@@ -204,13 +236,25 @@ async function main() {
     const batchRun = await load({
       url: base,
       connections: 16,
-      requests: [{ method: "POST", path: "/api/public/apps/batch", headers: auth, setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }) }],
+      requests: [
+        {
+          method: "POST",
+          path: "/api/public/apps/batch",
+          headers: auth,
+          setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }),
+        },
+      ],
     });
     if (next > bodies.length) throw new Error("ran out of unique batch bodies; raise the pre-built count");
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     const stored = Number(
-      (await admin.query("SELECT count(*)::int AS n FROM events WHERE message_id LIKE $1 AND message_id NOT LIKE $2", [`${runId}-%`, `${runId}-id-%`])).rows[0].n,
+      (
+        await admin.query("SELECT count(*)::int AS n FROM events WHERE message_id LIKE $1 AND message_id NOT LIKE $2", [
+          `${runId}-%`,
+          `${runId}-id-%`,
+        ])
+      ).rows[0].n,
     );
     const acked = batchRun["2xx"] * BATCH;
     const serverEventsPerSec = acked / DURATION;
@@ -222,15 +266,28 @@ async function main() {
     const r = (x: number) => Math.round(x).toLocaleString("en-US");
     const batchRatio = serverEventsPerSec / bareEventsPerSec;
     const idRatio = id.rps / bareId.rps;
-    console.log("\nTidings ingestion benchmark (one embedded PostgreSQL, fsync on, server LOG_LEVEL=warn, %d s per run after %d s identify warm-up, %d cores)", DURATION, WARMUP, os.cpus().length);
+    console.log(
+      "\nTidings ingestion benchmark (one embedded PostgreSQL, fsync on, server LOG_LEVEL=warn, %d s per run after %d s identify warm-up, %d cores)",
+      DURATION,
+      WARMUP,
+      os.cpus().length,
+    );
     for (const [i, round] of rounds.entries()) {
-      console.log(`identify round ${i + 1}: ${r(round.id.rps)} req/s (p99 ${round.id.p99.toFixed(1)} ms) vs bare ${r(round.bare.rps)} req/s → ${(round.id.rps / round.bare.rps).toFixed(2)}`);
+      console.log(
+        `identify round ${i + 1}: ${r(round.id.rps)} req/s (p99 ${round.id.p99.toFixed(1)} ms) vs bare ${r(round.bare.rps)} req/s → ${(round.id.rps / round.bare.rps).toFixed(2)}`,
+      );
     }
-    console.log(`batch:    ${r(serverEventsPerSec)} durable events/s via /batch (${batchRun["2xx"]} × ${BATCH}-event batches acked, ${batchRun.non2xx} non-2xx, ${stored} batch rows stored)`);
+    console.log(
+      `batch:    ${r(serverEventsPerSec)} durable events/s via /batch (${batchRun["2xx"]} × ${BATCH}-event batches acked, ${batchRun.non2xx} non-2xx, ${stored} batch rows stored)`,
+    );
     console.log(`          ${r(bareEventsPerSec)} events/s bare pg unnest-insert loop (${BATCH}-row statements, 1 connection)`);
     console.log(`          ratio ${batchRatio.toFixed(2)} (target ≥ 0.60) ${batchRatio >= 0.6 ? "PASS" : "FAIL"}`);
-    console.log(`identify: ${r(id.rps)} req/s Tidings (p99 ${id.p99.toFixed(1)} ms, ${id.errors} non-2xx) vs ${r(bareId.rps)} req/s bare Fastify (p99 ${bareId.p99.toFixed(1)} ms), medians of ${ROUNDS} rounds; ${IDENTIFY_CONNECTIONS} connections, ${hasWrk ? "wrk -t1" : "autocannon (install wrk for lighter load generation)"}`);
-    console.log(`          ratio ${idRatio.toFixed(2)} (target ≥ 0.25) ${idRatio >= 0.25 ? "PASS" : "FAIL"}; p99 ${id.p99.toFixed(1)} ms (target ≤ 20) ${id.p99 <= 20 ? "PASS" : "FAIL"}`);
+    console.log(
+      `identify: ${r(id.rps)} req/s Tidings (p99 ${id.p99.toFixed(1)} ms, ${id.errors} non-2xx) vs ${r(bareId.rps)} req/s bare Fastify (p99 ${bareId.p99.toFixed(1)} ms), medians of ${ROUNDS} rounds; ${IDENTIFY_CONNECTIONS} connections, ${hasWrk ? "wrk -t1" : "autocannon (install wrk for lighter load generation)"}`,
+    );
+    console.log(
+      `          ratio ${idRatio.toFixed(2)} (target ≥ 0.25) ${idRatio >= 0.25 ? "PASS" : "FAIL"}; p99 ${id.p99.toFixed(1)} ms (target ≤ 20) ${id.p99 <= 20 ? "PASS" : "FAIL"}`,
+    );
     console.log(`memory:   server peak RSS ${rss} MB`);
     if (stored < acked) throw new Error(`acknowledged ${acked} events but only ${stored} are stored`);
   } finally {

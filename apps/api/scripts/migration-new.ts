@@ -9,8 +9,8 @@
 // pending migrations at start. Review the SQL and add anything Prisma cannot express
 // (functions, triggers, …) below the generated statements before committing.
 
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
 
 import {
   LOCKFILE_CONTENT,
@@ -20,11 +20,11 @@ import {
   readMigrations,
   readSchema,
   withSchemaEngine,
-} from './schema-engine.js';
+} from "./schema-engine.js";
 
 function usage(message: string): never {
   console.error(`migration:new: ${message}`);
-  console.error('usage: pnpm --filter @tidings/api migration:new <name> [--verbose]');
+  console.error("usage: pnpm --filter @tidings/api migration:new <name> [--verbose]");
   process.exit(2);
 }
 
@@ -33,8 +33,8 @@ function migrationSlug(raw: string): string {
   const slug = raw
     .trim()
     .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '_')
-    .replace(/^_+|_+$/g, '')
+    .replace(/[^a-z0-9]+/g, "_")
+    .replace(/^_+|_+$/g, "")
     .slice(0, 200);
   if (!slug) usage(`"${raw}" is not a usable migration name`);
   return slug;
@@ -42,14 +42,14 @@ function migrationSlug(raw: string): string {
 
 /** YYYYMMDDHHMMSS in UTC, the prefix Prisma uses, so directories sort in creation order. */
 function timestamp(date = new Date()): string {
-  return date.toISOString().replace(/\D/g, '').slice(0, 14);
+  return date.toISOString().replace(/\D/g, "").slice(0, 14);
 }
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2).filter((arg) => arg !== '--');
-  const verbose = args.includes('--verbose');
-  const names = args.filter((arg) => !arg.startsWith('--'));
-  if (names.length !== 1) usage('expected exactly one migration name');
+  const args = process.argv.slice(2).filter((arg) => arg !== "--");
+  const verbose = args.includes("--verbose");
+  const names = args.filter((arg) => !arg.startsWith("--"));
+  if (names.length !== 1) usage("expected exactly one migration name");
   const slug = migrationSlug(names[0]!);
 
   const migrations = readMigrations();
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   if (diff.empty) {
     console.log(
       `migration:new: nothing to do, the ${previous.length} existing migration(s) already ` +
-        'match prisma/schema.prisma. No migration written.',
+        "match prisma/schema.prisma. No migration written.",
     );
     return;
   }
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   const dir = join(MIGRATIONS_DIR, name);
   mkdirSync(dir, { recursive: true });
   const file = join(dir, MIGRATION_FILE);
-  writeFileSync(file, diff.script.endsWith('\n') ? diff.script : `${diff.script}\n`);
+  writeFileSync(file, diff.script.endsWith("\n") ? diff.script : `${diff.script}\n`);
 
   const lockfile = join(MIGRATIONS_DIR, LOCKFILE_NAME);
   if (!existsSync(lockfile)) writeFileSync(lockfile, LOCKFILE_CONTENT);
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error('migration:new: failed');
+  console.error("migration:new: failed");
   console.error(error);
   process.exit(1);
 });

@@ -13,30 +13,30 @@
 //
 // Usage: node scripts/prisma-generate.mjs [--force]   (or FORCE_PRISMA_GENERATE=1)
 
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const scriptPath = fileURLToPath(import.meta.url);
-const apiDir = join(dirname(scriptPath), '..');
-const schemaPath = join(apiDir, 'prisma', 'schema.prisma');
-const outputDir = join(apiDir, 'src', 'generated', 'prisma'); // `output` in schema.prisma
-const stampPath = join(outputDir, '.generated-by');
-const prismaBin = join(apiDir, 'node_modules', '.bin', 'prisma');
-const engineStub = join(apiDir, 'scripts', 'no-schema-engine.sh');
+const apiDir = join(dirname(scriptPath), "..");
+const schemaPath = join(apiDir, "prisma", "schema.prisma");
+const outputDir = join(apiDir, "src", "generated", "prisma"); // `output` in schema.prisma
+const stampPath = join(outputDir, ".generated-by");
+const prismaBin = join(apiDir, "node_modules", ".bin", "prisma");
+const engineStub = join(apiDir, "scripts", "no-schema-engine.sh");
 
-const force = process.argv.includes('--force') || process.env.FORCE_PRISMA_GENERATE === '1';
+const force = process.argv.includes("--force") || process.env.FORCE_PRISMA_GENERATE === "1";
 
 function prismaVersion() {
-  const pkg = join(apiDir, 'node_modules', 'prisma', 'package.json');
-  return JSON.parse(readFileSync(pkg, 'utf8')).version;
+  const pkg = join(apiDir, "node_modules", "prisma", "package.json");
+  return JSON.parse(readFileSync(pkg, "utf8")).version;
 }
 
 /** The client is fresh when the stamp is newer than every input and names the same prisma. */
 function isUpToDate(version) {
-  if (!existsSync(stampPath) || !existsSync(join(outputDir, 'client.ts'))) return false;
-  if (readFileSync(stampPath, 'utf8').trim() !== `prisma@${version}`) return false;
+  if (!existsSync(stampPath) || !existsSync(join(outputDir, "client.ts"))) return false;
+  if (readFileSync(stampPath, "utf8").trim() !== `prisma@${version}`) return false;
   const stampTime = statSync(stampPath).mtimeMs;
   return [schemaPath, scriptPath].every((input) => statSync(input).mtimeMs <= stampTime);
 }
@@ -52,14 +52,14 @@ if (!force && isUpToDate(version)) {
   process.exit(0);
 }
 
-const result = spawnSync(prismaBin, ['generate', '--schema', schemaPath], {
+const result = spawnSync(prismaBin, ["generate", "--schema", schemaPath], {
   cwd: apiDir,
-  stdio: 'inherit',
+  stdio: "inherit",
   env: {
     ...process.env,
     PRISMA_SCHEMA_ENGINE_BINARY: engineStub,
-    PRISMA_HIDE_UPDATE_MESSAGE: '1', // no update check against the registry
-    CHECKPOINT_DISABLE: '1', // no telemetry / version checkpoint request
+    PRISMA_HIDE_UPDATE_MESSAGE: "1", // no update check against the registry
+    CHECKPOINT_DISABLE: "1", // no telemetry / version checkpoint request
   },
 });
 

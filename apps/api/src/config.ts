@@ -2,14 +2,15 @@
 import path from "node:path";
 import { z } from "zod";
 
-const bool = z
-  .enum(["true", "false", "1", "0"])
-  .transform((v) => v === "true" || v === "1");
+const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 
 /** Parses a comma-separated list of browser origins, normalised as browsers send them. */
 function parseOrigins(value: string, ctx: z.RefinementCtx): string[] {
   const origins: string[] = [];
-  for (const item of value.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const item of value
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     let url: URL | undefined;
     try {
       url = new URL(item);
@@ -44,8 +45,16 @@ const EnvSchema = z.object({
   TIDINGS_ROLE: z.enum(["all", "api", "worker"]).default("all"),
   TIDINGS_MIGRATE_ON_START: bool.default(true),
   TIDINGS_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
-  TIDINGS_MAX_EVENT_BYTES: z.coerce.number().int().min(1024).default(32 * 1024),
-  TIDINGS_MAX_REQUEST_BYTES: z.coerce.number().int().min(1024).default(500 * 1024),
+  TIDINGS_MAX_EVENT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(32 * 1024),
+  TIDINGS_MAX_REQUEST_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(500 * 1024),
   TIDINGS_MAX_BATCH_EVENTS: z.coerce.number().int().min(1).default(2500),
   TIDINGS_INGEST_RATE_LIMIT: z.coerce.number().int().min(0).default(0),
   TIDINGS_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
@@ -109,9 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   if (e.DATABASE_URL && (!e.TIDINGS_ROOT_KEY || !e.TIDINGS_SECRET_KEY)) {
     const missing = ["TIDINGS_ROOT_KEY", "TIDINGS_SECRET_KEY"].filter((k) => !e[k as keyof typeof e]);
-    throw new ConfigError(
-      `Invalid configuration:\n${missing.map((k) => `  ${k}: required when DATABASE_URL is set`).join("\n")}`,
-    );
+    throw new ConfigError(`Invalid configuration:\n${missing.map((k) => `  ${k}: required when DATABASE_URL is set`).join("\n")}`);
   }
   return {
     databaseUrl: e.DATABASE_URL,

@@ -14,20 +14,13 @@
 // schema nor produce a DROP in the diff. The first test below checks exactly that, since the
 // functions are in the replayed migrations. Their behaviour is tested at the bottom.
 
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 
-import { PGlite } from '@electric-sql/pglite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PGlite } from "@electric-sql/pglite";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import {
-  LOCKFILE_NAME,
-  MIGRATION_FILE,
-  MIGRATIONS_DIR,
-  readMigrations,
-  readSchema,
-  WasmSchemaEngine,
-} from '../scripts/schema-engine.js';
+import { LOCKFILE_NAME, MIGRATION_FILE, MIGRATIONS_DIR, readMigrations, readSchema, WasmSchemaEngine } from "../scripts/schema-engine.js";
 
 // Compiling the 5 MB engine and starting PGlite takes a few seconds each.
 const SLOW = 30_000;
@@ -35,7 +28,7 @@ const SLOW = 30_000;
 const migrations = readMigrations();
 const schema = readSchema();
 
-describe('prisma/migrations', () => {
+describe("prisma/migrations", () => {
   let engine: WasmSchemaEngine;
 
   beforeAll(async () => {
@@ -46,18 +39,18 @@ describe('prisma/migrations', () => {
     await engine?.close();
   });
 
-  it('is in Prisma migrate format, for PostgreSQL', () => {
+  it("is in Prisma migrate format, for PostgreSQL", () => {
     expect(migrations.migrationDirectories.length).toBeGreaterThan(0);
     for (const dir of migrations.migrationDirectories) {
       expect(dir.path).toMatch(/^\d{14}_[a-z0-9_]+$/);
     }
     const lockfile = join(MIGRATIONS_DIR, LOCKFILE_NAME);
     expect(existsSync(lockfile)).toBe(true);
-    expect(readFileSync(lockfile, 'utf8')).toMatch(/^provider = "postgresql"$/m);
+    expect(readFileSync(lockfile, "utf8")).toMatch(/^provider = "postgresql"$/m);
   });
 
   it(
-    'produces exactly the schema in schema.prisma (no migration missing)',
+    "produces exactly the schema in schema.prisma (no migration missing)",
     async () => {
       const diff = await engine.diffMigrationsToSchema(migrations, schema);
       // On failure, show the SQL of the missing migration rather than `false !== true`.
@@ -67,7 +60,7 @@ describe('prisma/migrations', () => {
   );
 
   it(
-    'would notice a schema change that has no migration',
+    "would notice a schema change that has no migration",
     async () => {
       // Same schema plus one model: if the check above could not see this, it proves nothing.
       const probe = 'model DriftProbe {\n  id Int @id\n\n  @@map("drift_probe")\n}\n';
@@ -82,14 +75,14 @@ describe('prisma/migrations', () => {
   );
 });
 
-describe('tidings_merge_traits / tidings_merge_trait_times (hand-written in the migrations)', () => {
+describe("tidings_merge_traits / tidings_merge_trait_times (hand-written in the migrations)", () => {
   let db: PGlite;
 
   beforeAll(async () => {
     db = await PGlite.create();
     for (const dir of migrations.migrationDirectories) {
       const file = dir.migrationFile.content;
-      if (file.tag !== 'ok') throw new Error(`cannot read ${dir.path}/${MIGRATION_FILE}`);
+      if (file.tag !== "ok") throw new Error(`cannot read ${dir.path}/${MIGRATION_FILE}`);
       await db.exec(file.value);
     }
   }, SLOW);
@@ -108,26 +101,26 @@ describe('tidings_merge_traits / tidings_merge_trait_times (hand-written in the 
     return rows[0];
   }
 
-  it('keeps the value with the latest event time per key; a tie goes to the new value', async () => {
+  it("keeps the value with the latest event time per key; a tie goes to the new value", async () => {
     const result = await merge(
-      { plan: 'pro', name: 'Ada', city: 'Paris' },
+      { plan: "pro", name: "Ada", city: "Paris" },
       { plan: 200, name: 100, city: 100 },
-      { plan: 'free', name: 'Ada L.', email: 'ada@example.com', city: 'Lyon' },
+      { plan: "free", name: "Ada L.", email: "ada@example.com", city: "Lyon" },
       { plan: 150, name: 300, email: 150, city: 100 },
     );
     expect(result).toEqual({
-      traits: { plan: 'pro', name: 'Ada L.', city: 'Lyon', email: 'ada@example.com' },
+      traits: { plan: "pro", name: "Ada L.", city: "Lyon", email: "ada@example.com" },
       times: { plan: 200, name: 300, city: 100, email: 150 },
     });
   });
 
-  it('treats a missing current time as -infinity and NULL arguments as {}', async () => {
+  it("treats a missing current time as -infinity and NULL arguments as {}", async () => {
     expect(await merge({ a: 1 }, {}, { a: 2 }, { a: 5 })).toEqual({ traits: { a: 2 }, times: { a: 5 } });
     expect(await merge(null, null, { a: 1 }, { a: 5 })).toEqual({ traits: { a: 1 }, times: { a: 5 } });
     expect(await merge({ a: 1 }, { a: 5 }, null, null)).toEqual({ traits: { a: 1 }, times: { a: 5 } });
   });
 
-  it('stores JSON null values like any other value', async () => {
+  it("stores JSON null values like any other value", async () => {
     expect(await merge({ a: 1 }, { a: 5 }, { a: null }, { a: 6 })).toEqual({
       traits: { a: null },
       times: { a: 6 },

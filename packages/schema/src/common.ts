@@ -24,13 +24,7 @@ export const EpochMillis = z.number().int().describe("Milliseconds since the Uni
 
 export const Cursor = z.string().describe("Opaque cursor returned as `nextCursor` by the previous page.");
 
-export const PageLimit = z.coerce
-  .number()
-  .int()
-  .min(1)
-  .max(500)
-  .default(50)
-  .describe("Page size (1–500, default 50).");
+export const PageLimit = z.coerce.number().int().min(1).max(500).default(50).describe("Page size (1–500, default 50).");
 
 /** Query parameters shared by every list route. */
 export const ListQuery = z.object({

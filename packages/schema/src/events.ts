@@ -2,15 +2,11 @@
 import { z } from "./zod.js";
 import { JsonObject } from "./common.js";
 
-export const EventType = z
-  .enum(["identify", "track", "page", "screen", "group", "alias"])
-  .describe("Kind of event (Segment spec).");
+export const EventType = z.enum(["identify", "track", "page", "screen", "group", "alias"]).describe("Kind of event (Segment spec).");
 export type EventType = z.infer<typeof EventType>;
 
 /** An identifier: Segment libraries send strings, some send numbers; both are stored as strings. */
-const Identifier = z
-  .union([z.string().min(1).max(255), z.number().finite()])
-  .transform((v) => String(v));
+const Identifier = z.union([z.string().min(1).max(255), z.number().finite()]).transform((v) => String(v));
 
 const Timestamp = z
   .string()

@@ -21,7 +21,11 @@ export const EXIT_NODE_ID = "ExitNode";
 
 const NodeId = z.string().min(1).max(200);
 const ChildId = NodeId.describe("Id of the next node: a body node's `id` or `ExitNode`.");
-const Seconds = z.number().int().min(0).max(10 * 365 * 24 * 3600);
+const Seconds = z
+  .number()
+  .int()
+  .min(0)
+  .max(10 * 365 * 24 * 3600);
 
 // --- Executable definition -------------------------------------------------------------------
 // Strict at every level: a misspelt field is a 400 naming it, never a step silently changed.
@@ -59,16 +63,8 @@ export const LocalTimeDelayVariant = z.strictObject({
 });
 export const UserPropertyDelayVariant = z.strictObject({
   type: z.literal("UserProperty"),
-  userProperty: z
-    .string()
-    .min(1)
-    .max(200)
-    .describe("Dot path of a trait holding a date (ISO 8601 or epoch ms): wait until then."),
-  offsetSeconds: z
-    .number()
-    .int()
-    .default(0)
-    .describe("Added to that date; negative to act before it (e.g. -86400: a day before)."),
+  userProperty: z.string().min(1).max(200).describe("Dot path of a trait holding a date (ISO 8601 or epoch ms): wait until then."),
+  offsetSeconds: z.number().int().default(0).describe("Added to that date; negative to act before it (e.g. -86400: a day before)."),
 });
 export const DelayVariant = z
   .discriminatedUnion("type", [SecondDelayVariant, LocalTimeDelayVariant, UserPropertyDelayVariant])
@@ -83,9 +79,7 @@ const bodyNode = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) 
     ...shape,
   });
 
-export const DelayNode = bodyNode("DelayNode", { variant: DelayVariant, child: ChildId }).describe(
-  "Waits, then continues with `child`.",
-);
+export const DelayNode = bodyNode("DelayNode", { variant: DelayVariant, child: ChildId }).describe("Waits, then continues with `child`.");
 
 export const SegmentSplitNode = bodyNode("SegmentSplitNode", {
   segment: z.uuid().describe("Segment id tested when the user reaches the node."),
@@ -111,10 +105,7 @@ export const WaitForNode = bodyNode("WaitForNode", {
 export const MessageNode = bodyNode("MessageNode", {
   channel: Channel,
   templateId: z.uuid().describe("Message template of the workspace; its `definition` is sent."),
-  subscriptionGroupId: z
-    .uuid()
-    .optional()
-    .describe("Subscription group of the same channel; users not subscribed are skipped."),
+  subscriptionGroupId: z.uuid().optional().describe("Subscription group of the same channel; users not subscribed are skipped."),
   child: ChildId,
 }).describe("Sends a message (at most once per run), then continues with `child`.");
 
@@ -125,11 +116,7 @@ export const RandomCohortChild = z.strictObject({
 });
 
 export const RandomCohortNode = bodyNode("RandomCohortNode", {
-  children: z
-    .array(RandomCohortChild)
-    .min(1)
-    .max(20)
-    .describe("Branches; their `percent` values add up to 100 (percent, not fractions)."),
+  children: z.array(RandomCohortChild).min(1).max(20).describe("Branches; their `percent` values add up to 100 (percent, not fractions)."),
 }).describe("Sends each user down one branch at random, with the given shares.");
 
 export const JourneyBodyNode = z
@@ -170,10 +157,7 @@ export function journeyNodeChildren(n: JourneyEntryNode | JourneyBodyNode): { id
   }
 }
 
-function checkDefinition(
-  def: { entryNode: JourneyEntryNode; nodes: JourneyBodyNode[] },
-  ctx: z.RefinementCtx,
-) {
+function checkDefinition(def: { entryNode: JourneyEntryNode; nodes: JourneyBodyNode[] }, ctx: z.RefinementCtx) {
   const byId = new Map<string, number>();
   def.nodes.forEach((n, i) => {
     if (n.id === EXIT_NODE_ID) {
@@ -212,7 +196,11 @@ function checkDefinition(
       if (ref.id === EXIT_NODE_ID) continue;
       const s = state.get(ref.id);
       if (s === "active") {
-        ctx.addIssue({ code: "custom", path: [...at.path, ...ref.path], message: `going back to "${ref.id}" closes a cycle; every path must reach ExitNode` });
+        ctx.addIssue({
+          code: "custom",
+          path: [...at.path, ...ref.path],
+          message: `going back to "${ref.id}" closes a cycle; every path must reach ExitNode`,
+        });
       } else if (s === undefined) {
         state.set(ref.id, "active");
         visit(located[byId.get(ref.id)! + 1]!);

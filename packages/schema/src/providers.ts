@@ -1,7 +1,16 @@
 // Channel providers: which service delivers a workspace's messages on each channel, with its
 // settings. Secret settings are write-only: stored encrypted, returned masked.
 import { z } from "./zod.js";
-import { EpochMillis, idParams, ListQuery, listResponse, RequestWorkspaceId, serverManagedFields, WorkspaceId, WorkspaceQuery } from "./common.js";
+import {
+  EpochMillis,
+  idParams,
+  ListQuery,
+  listResponse,
+  RequestWorkspaceId,
+  serverManagedFields,
+  WorkspaceId,
+  WorkspaceQuery,
+} from "./common.js";
 import { Channel } from "./subscription-groups.js";
 
 export const ProviderType = z
@@ -111,10 +120,7 @@ export const providerConfigSchemas = {
 export type ProviderConfig = { [T in ProviderType]: z.infer<(typeof providerConfigSchemas)[T]> };
 
 const upsertBase = {
-  id: z
-    .uuid()
-    .optional()
-    .describe("When given, the provider with this id is updated, or created with this id; else `channel` is the key."),
+  id: z.uuid().optional().describe("When given, the provider with this id is updated, or created with this id; else `channel` is the key."),
   workspaceId: RequestWorkspaceId,
   channel: Channel.describe("Channel served; a workspace has one provider per channel."),
   ...serverManagedFields,
@@ -132,7 +138,11 @@ export const UpsertChannelProviderRequestBody = z
       type: z.literal("Twilio"),
       config: configInput({ ...twilio, authToken: secret("Twilio auth token") }),
     }),
-    z.strictObject({ ...upsertBase, type: z.literal("Fcm"), config: configInput({ ...fcm, serviceAccountJson: serviceAccountJson(true) }) }),
+    z.strictObject({
+      ...upsertBase,
+      type: z.literal("Fcm"),
+      config: configInput({ ...fcm, serviceAccountJson: serviceAccountJson(true) }),
+    }),
     z.strictObject({
       ...upsertBase,
       type: z.literal("Expo"),

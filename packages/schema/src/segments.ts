@@ -103,24 +103,15 @@ export const TraitSegmentNode = node("Trait", {
 export const PerformedSegmentNode = node("Performed", {
   event: z.string().min(1).max(200).describe("Name of the track event counted."),
   times: z.number().int().min(0).default(1).describe("Number of matching events compared with (default 1)."),
-  timesOperator: z
-    .enum(["=", ">=", "<"])
-    .default(">=")
-    .describe("How the count of matching events compares with `times` (default `>=`)."),
+  timesOperator: z.enum(["=", ">=", "<"]).default(">=").describe("How the count of matching events compares with `times` (default `>=`)."),
   withinSeconds: z.number().int().positive().optional().describe("Count only events of the last `withinSeconds`."),
   properties: z.array(PropertyCondition).optional().describe("Count only events whose properties satisfy every condition."),
 }).describe("True when the count of matching track events (distinct messageId) compares with `times`.");
 
 export const LastPerformedSegmentNode = node("LastPerformed", {
   event: z.string().min(1).max(200).describe("Name of the track event."),
-  whereProperties: z
-    .array(PropertyCondition)
-    .optional()
-    .describe("Which events are considered: only those satisfying every condition."),
-  hasProperties: z
-    .array(PropertyCondition)
-    .optional()
-    .describe("Conditions the latest considered event must satisfy."),
+  whereProperties: z.array(PropertyCondition).optional().describe("Which events are considered: only those satisfying every condition."),
+  hasProperties: z.array(PropertyCondition).optional().describe("Conditions the latest considered event must satisfy."),
 }).describe("True when the latest matching event has the properties.");
 
 export const AndSegmentNode = node("And", {
@@ -129,9 +120,7 @@ export const AndSegmentNode = node("And", {
 export const OrSegmentNode = node("Or", {
   children: z.array(NodeId).min(1).describe("Ids of the child nodes; true when any is."),
 }).describe("True when any child is.");
-export const NotSegmentNode = node("Not", { child: NodeId.describe("Id of the negated node.") }).describe(
-  "True when the child is false.",
-);
+export const NotSegmentNode = node("Not", { child: NodeId.describe("Id of the negated node.") }).describe("True when the child is false.");
 export const EveryoneSegmentNode = node("Everyone", {}).describe("True for every known user.");
 export const SubscriptionGroupSegmentNode = node("SubscriptionGroup", {
   subscriptionGroupId: z.uuid().describe("A subscription group of the workspace."),
@@ -139,9 +128,7 @@ export const SubscriptionGroupSegmentNode = node("SubscriptionGroup", {
 export const RandomBucketSegmentNode = node("RandomBucket", {
   percent: z.number().min(0).max(1).describe("Share of users in the bucket, 0–1."),
 }).describe("True when a stable hash of (segment, user) falls below `percent`.");
-export const ManualSegmentNode = node("Manual", {}).describe(
-  "True for users added with PUT /api/admin/segments/{id}/members.",
-);
+export const ManualSegmentNode = node("Manual", {}).describe("True for users added with PUT /api/admin/segments/{id}/members.");
 
 export const SegmentNode = z
   .discriminatedUnion("type", [
@@ -232,11 +219,7 @@ export const SegmentDefinition = z
     entryNode: SegmentNode.describe(
       "The root node: the segment's members are the users for whom it is true. It may also be listed in `nodes`.",
     ),
-    nodes: z
-      .array(SegmentNode)
-      .max(500)
-      .default([])
-      .describe("The other nodes, referenced by id from And/Or `children` and Not `child`."),
+    nodes: z.array(SegmentNode).max(500).default([]).describe("The other nodes, referenced by id from And/Or `children` and Not `child`."),
   })
   .superRefine(checkDefinition)
   .describe(
@@ -249,8 +232,7 @@ export type SegmentDefinition = z.infer<typeof SegmentDefinition>;
 export const manualSegmentDefinition = (): SegmentDefinition => ({ entryNode: { type: "Manual", id: "manual" }, nodes: [] });
 
 /** Whether users can be added to the segment by hand, i.e. its definition has a Manual node. */
-export const hasManualNode = (def: SegmentDefinition) =>
-  def.entryNode.type === "Manual" || def.nodes.some((n) => n.type === "Manual");
+export const hasManualNode = (def: SegmentDefinition) => def.entryNode.type === "Manual" || def.nodes.some((n) => n.type === "Manual");
 
 // --- Resource and request/response shapes ---------------------------------------------------
 
@@ -260,7 +242,7 @@ export const SegmentResource = z
     workspaceId: WorkspaceId,
     name: z.string(),
     definition: SegmentDefinition.describe(
-      "The audience definition. A segment created without one has `{entryNode: {type: \"Manual\", id: \"manual\"}, nodes: []}`.",
+      'The audience definition. A segment created without one has `{entryNode: {type: "Manual", id: "manual"}, nodes: []}`.',
     ),
     subscriptionGroupId: z.uuid().optional().describe("Subscription group this segment is tied to."),
     updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),

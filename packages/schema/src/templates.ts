@@ -16,12 +16,9 @@ import {
 } from "./common.js";
 import { Channel } from "./subscription-groups.js";
 
-const liquid = (what: string, max = 10_000) =>
-  z.string().max(max).describe(`${what} (LiquidJS template).`);
+const liquid = (what: string, max = 10_000) => z.string().max(max).describe(`${what} (LiquidJS template).`);
 const LiquidMap = (what: string) =>
-  z
-    .record(z.string().min(1).max(200), z.string().max(10_000))
-    .describe(`${what}; each value is a LiquidJS template.`);
+  z.record(z.string().min(1).max(200), z.string().max(10_000)).describe(`${what}; each value is a LiquidJS template.`);
 
 export const MobilePushTemplate = z
   .strictObject({
@@ -48,9 +45,7 @@ export const EmailTemplate = z
   .openapi("EmailTemplate");
 export type EmailTemplate = z.infer<typeof EmailTemplate>;
 
-export const SmsTemplate = z
-  .strictObject({ type: z.literal("Sms"), body: liquid("Message text", 2_000) })
-  .openapi("SmsTemplate");
+export const SmsTemplate = z.strictObject({ type: z.literal("Sms"), body: liquid("Message text", 2_000) }).openapi("SmsTemplate");
 export type SmsTemplate = z.infer<typeof SmsTemplate>;
 
 export const WebhookTemplate = z
@@ -97,9 +92,7 @@ export const UpsertMessageTemplateRequestBody = z
     definition: MessageTemplateDefinition.nullable()
       .optional()
       .describe("Omitted: the stored definition is kept. `null`: removes it. Liquid syntax errors are a 400 naming the field."),
-    draft: MessageTemplateDefinition.nullable()
-      .optional()
-      .describe("Omitted: the stored draft is kept. `null`: removes it."),
+    draft: MessageTemplateDefinition.nullable().optional().describe("Omitted: the stored draft is kept. `null`: removes it."),
     type: ServerManaged,
     ...serverManagedFields,
   })

@@ -141,7 +141,9 @@ describe("upsert bodies", () => {
     const managed = { createdAt: 1, updatedAt: 2, definitionUpdatedAt: 3, lastRecomputed: 4 };
     expect(schema.UpsertSegmentRequestBody.safeParse({ name: "s", ...managed }).success).toBe(true);
     expect(schema.UpsertMessageTemplateRequestBody.safeParse({ name: "t", type: "Sms", ...managed }).success).toBe(true);
-    expect(schema.UpsertSubscriptionGroupRequestBody.safeParse({ name: "g", channel: "Sms", type: "OptIn", ...managed }).success).toBe(true);
+    expect(schema.UpsertSubscriptionGroupRequestBody.safeParse({ name: "g", channel: "Sms", type: "OptIn", ...managed }).success).toBe(
+      true,
+    );
     expect(schema.UpsertJourneyRequestBody.safeParse({ name: "j", ...managed }).success).toBe(true);
     expect(schema.UpsertChannelProviderRequestBody.safeParse({ channel: "Sms", type: "Log", ...managed }).success).toBe(true);
   });

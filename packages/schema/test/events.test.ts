@@ -17,7 +17,11 @@ describe("event schemas", () => {
 
   it("name each bad batch item by index", () => {
     const r = BatchRequestBody.safeParse({
-      batch: [{ type: "track", userId: "u", event: "ok" }, { type: "track", userId: "u" }, { type: "nope", userId: "u" }],
+      batch: [
+        { type: "track", userId: "u", event: "ok" },
+        { type: "track", userId: "u" },
+        { type: "nope", userId: "u" },
+      ],
     });
     expect(r.error?.issues.map((i) => i.path.join("."))).toEqual(["batch.1.event", "batch.2.type"]);
   });

@@ -4,7 +4,12 @@ import { isTidingsApiError, TidingsApiError } from "../src/index.js";
 describe("TidingsApiError", () => {
   it("carries the envelope's code, message, request id and issues", () => {
     const err = TidingsApiError.fromResponse(400, {
-      error: { code: "VALIDATION_FAILED", message: "Invalid batch", requestId: "r1", issues: [{ path: "batch.3.event", message: "required" }] },
+      error: {
+        code: "VALIDATION_FAILED",
+        message: "Invalid batch",
+        requestId: "r1",
+        issues: [{ path: "batch.3.event", message: "required" }],
+      },
     });
     expect(err).toMatchObject({ status: 400, code: "VALIDATION_FAILED", message: "Invalid batch", requestId: "r1" });
     expect(err.issues).toEqual([{ path: "batch.3.event", message: "required" }]);

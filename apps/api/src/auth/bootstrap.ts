@@ -46,7 +46,8 @@ async function writeCredentials(config: Config, creds: Credentials) {
  */
 export async function resolveSecrets(config: Config): Promise<ResolvedConfig> {
   if (config.rootKey && config.secretKey) return { ...config, rootKey: config.rootKey, secretKey: config.secretKey };
-  if (config.databaseUrl) throw new ConfigError("Invalid configuration:\n  TIDINGS_ROOT_KEY, TIDINGS_SECRET_KEY: required when DATABASE_URL is set");
+  if (config.databaseUrl)
+    throw new ConfigError("Invalid configuration:\n  TIDINGS_ROOT_KEY, TIDINGS_SECRET_KEY: required when DATABASE_URL is set");
   const saved = await readCredentials(config);
   const generated: Credentials = {};
   if (!saved.rootKey) generated.rootKey = `tdr_${randomBytes(32).toString("base64url")}`;

@@ -18,7 +18,7 @@ function blockedAt(target: string, ids: { uid: number; gid: number } | null): { 
   let current: string = path.sep;
   for (const part of ["", ...parts]) {
     current = path.join(current, part);
-    let check;
+    let check: { ok: boolean; mode: number };
     try {
       check = allowed(current, ids, 1);
     } catch {

@@ -172,8 +172,7 @@ export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Prom
     );
   }
   const exited = new Promise<void>((resolve) => server.once("exit", () => resolve()));
-  const urlFor = (database: string) =>
-    `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+  const urlFor = (database: string) => `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
   return {
     adminUrl: urlFor("postgres"),
     urlFor,

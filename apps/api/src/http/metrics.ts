@@ -90,13 +90,19 @@ function registerEventLoopDelay(registry: client.Registry) {
 
 export function registerMetrics(app: FastifyInstance, metrics: Metrics) {
   // Labelled children per route, method and status, so a request costs no label hashing.
-  const children = new Map<string, { requests: ReturnType<Metrics["requests"]["labels"]>; latency: ReturnType<Metrics["latency"]["labels"]> }>();
+  const children = new Map<
+    string,
+    { requests: ReturnType<Metrics["requests"]["labels"]>; latency: ReturnType<Metrics["latency"]["labels"]> }
+  >();
   app.addHook("onResponse", (request, reply, done) => {
     const route = request.routeOptions.url ?? "unmatched";
     const key = `${route} ${request.method} ${reply.statusCode}`;
     let child = children.get(key);
     if (!child) {
-      child = { requests: metrics.requests.labels(route, request.method, String(reply.statusCode)), latency: metrics.latency.labels(route, request.method) };
+      child = {
+        requests: metrics.requests.labels(route, request.method, String(reply.statusCode)),
+        latency: metrics.latency.labels(route, request.method),
+      };
       children.set(key, child);
     }
     child.requests.inc();

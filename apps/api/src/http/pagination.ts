@@ -21,8 +21,7 @@ export function decodeCursor<T extends ("string" | "number")[]>(
   throw invalidCursor();
 }
 
-export const invalidCursor = () =>
-  badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
+export const invalidCursor = () => badRequest("Invalid cursor", [{ path: "cursor", message: "not a cursor returned by this endpoint" }]);
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -41,9 +41,13 @@ function jsonPath(path: (string | number)[]): string {
 export function checkStorable(root: unknown): void {
   const path: (string | number)[] = [];
   const walk = (value: unknown): void => {
-    if (typeof value === "string") return checkString(value, path);
+    if (typeof value === "string") {
+      checkString(value, path);
+      return;
+    }
     if (value === null || typeof value !== "object") return;
-    if (path.length >= MAX_DEPTH) throw badRequest(`Nesting deeper than ${MAX_DEPTH} levels`, [{ path: jsonPath(path), message: "nested too deeply" }]);
+    if (path.length >= MAX_DEPTH)
+      throw badRequest(`Nesting deeper than ${MAX_DEPTH} levels`, [{ path: jsonPath(path), message: "nested too deeply" }]);
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) {
         path.push(i);
@@ -81,12 +85,16 @@ function checkString(s: string, path: (string | number)[]) {
 export function registerIngestBodyParser(app: FastifyInstance, maxRequestBytes: number) {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: maxRequestBytes }, async (request: FastifyRequest, raw: Buffer) => {
-    const encoding = String(request.headers["content-encoding"] ?? "identity").toLowerCase().trim();
+    const encoding = String(request.headers["content-encoding"] ?? "identity")
+      .toLowerCase()
+      .trim();
     let body = raw;
     if (encoding !== "identity") {
       body = await decode(raw, encoding, maxRequestBytes);
     } else {
-      const type = String(request.headers["content-type"] ?? "").split(";")[0]!.trim();
+      const type = String(request.headers["content-type"] ?? "")
+        .split(";")[0]!
+        .trim();
       if (type && !JSON_TYPES.test(type)) {
         throw new ApiError("UNSUPPORTED_MEDIA_TYPE", `Content-Type ${type} is not supported; send application/json`);
       }

@@ -15,7 +15,8 @@ import { STORE_IN_ONE_STATEMENT } from "./sql.ts";
 /** Whether the events can take the fast path: no identity links, no groups. */
 export function fitsOneStatement(rows: WorkspaceEvent[]): boolean {
   for (const { ev } of rows) {
-    if (ev.type === "alias" || ev.type === "group" || (ev.type === "identify" && ev.userId !== null && ev.anonymousId !== null)) return false;
+    if (ev.type === "alias" || ev.type === "group" || (ev.type === "identify" && ev.userId !== null && ev.anonymousId !== null))
+      return false;
   }
   return true;
 }

@@ -32,7 +32,11 @@ export interface BatchLevel {
  * Event time: receivedAt − (sentAt − originalTimestamp) when both are known (corrects the device
  * clock), else `timestamp`, else `originalTimestamp`, else receivedAt.
  */
-export function eventTime(ev: { timestamp?: string; originalTimestamp?: string; sentAt?: string }, batchSentAt: string | undefined, receivedAt: Date): Date {
+export function eventTime(
+  ev: { timestamp?: string; originalTimestamp?: string; sentAt?: string },
+  batchSentAt: string | undefined,
+  receivedAt: Date,
+): Date {
   const sentAt = ev.sentAt ?? batchSentAt;
   if (sentAt && ev.originalTimestamp) {
     return new Date(receivedAt.getTime() - (Date.parse(sentAt) - Date.parse(ev.originalTimestamp)));

@@ -42,15 +42,18 @@ export const ingestRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app,
   // parser, key guard and rate limit above are inherited, the limit's store shared by both.
   // The handlers parse the bodies themselves (the contracts document them, unvalidated).
   for (const prefix of ["/api/public/apps", "/v1"]) {
-    await app.register(async (routes) => {
-      await registerIngestCors(routes, ctx.config.corsOrigins);
-      for (const contract of ingestContractsUnder(prefix)) {
-        const kind = contract.path.slice(prefix.length + 1) as EventType | "batch";
-        route(routes, contract, async ({ request, body }) => {
-          const now = new Date();
-          await accept(request, kind === "batch" ? parseBatch(body, limits, now) : [parseSingle(kind, body, limits, now)]);
-        });
-      }
-    }, { prefix });
+    await app.register(
+      async (routes) => {
+        await registerIngestCors(routes, ctx.config.corsOrigins);
+        for (const contract of ingestContractsUnder(prefix)) {
+          const kind = contract.path.slice(prefix.length + 1) as EventType | "batch";
+          route(routes, contract, async ({ request, body }) => {
+            const now = new Date();
+            await accept(request, kind === "batch" ? parseBatch(body, limits, now) : [parseSingle(kind, body, limits, now)]);
+          });
+        }
+      },
+      { prefix },
+    );
   }
 };

@@ -109,7 +109,10 @@ export function profileRows(events: WorkspaceEvent[], resolve: (ws: string, id: 
     const profileId = resolve(workspaceId, ev.type === "alias" ? ev.userId! : ev.identityId);
     const k = key(workspaceId, profileId);
     let p = profiles.get(k);
-    if (!p) profiles.set(k, (p = { workspaceId, profileId, fold: new TraitFold() }));
+    if (!p) {
+      p = { workspaceId, profileId, fold: new TraitFold() };
+      profiles.set(k, p);
+    }
     if (ev.type === "identify" && ev.traits) p.fold.add(ev.traits, ev.eventTime.getTime());
   }
   return byKey(profiles).map(({ workspaceId, profileId, fold }) => {
@@ -151,14 +154,20 @@ export const MEMBERSHIP_COLUMNS = {
 } satisfies Columns<MembershipRow>;
 
 /** The groups the events' group calls touch (traits folded) and the memberships they record, both sorted. */
-export function groupRows(events: WorkspaceEvent[], resolve: (ws: string, id: string) => string): { groups: GroupRow[]; memberships: MembershipRow[] } {
+export function groupRows(
+  events: WorkspaceEvent[],
+  resolve: (ws: string, id: string) => string,
+): { groups: GroupRow[]; memberships: MembershipRow[] } {
   const groups = new Map<string, { workspaceId: string; groupId: string; fold: TraitFold }>();
   const memberships = new Map<string, MembershipRow>();
   for (const { workspaceId, ev } of events) {
     if (ev.type !== "group" || ev.groupId === null) continue;
     const gk = key(workspaceId, ev.groupId);
     let g = groups.get(gk);
-    if (!g) groups.set(gk, (g = { workspaceId, groupId: ev.groupId, fold: new TraitFold() }));
+    if (!g) {
+      g = { workspaceId, groupId: ev.groupId, fold: new TraitFold() };
+      groups.set(gk, g);
+    }
     g.fold.add(ev.traits ?? {}, ev.eventTime.getTime());
     const profileId = resolve(workspaceId, ev.identityId);
     const mk = `${gk}\u0000${profileId}`;

@@ -1,14 +1,7 @@
 // Every SQL statement ingestion runs, in one place. Row sets arrive as one JSON parameter each
 // (rows.ts, `encodeRows`) and `rowsFrom` reads them back by column name, so the statements and
 // the encoder share the column lists of rows.ts and nothing depends on positions.
-import {
-  type ColumnType,
-  EVENT_COLUMNS,
-  GROUP_COLUMNS,
-  IDENTITY_COLUMNS,
-  MEMBERSHIP_COLUMNS,
-  PROFILE_COLUMNS,
-} from "./rows.ts";
+import { type ColumnType, EVENT_COLUMNS, GROUP_COLUMNS, IDENTITY_COLUMNS, MEMBERSHIP_COLUMNS, PROFILE_COLUMNS } from "./rows.ts";
 
 /** Row i's value of column `column` (a JSON array), as its SQL type. */
 const read: Record<ColumnType, (column: string) => string> = {
@@ -51,7 +44,8 @@ export const INSERT_NEW_EVENTS = `${insertEvents}
 // ---------------------------------------------------------------------------------------
 // Profiles and groups: traits merge per key, the latest event time winning
 
-const mergedTraits = (table: string) => `tidings_merge_traits(${table}.traits, ${table}.trait_times, EXCLUDED.traits, EXCLUDED.trait_times)`;
+const mergedTraits = (table: string) =>
+  `tidings_merge_traits(${table}.traits, ${table}.trait_times, EXCLUDED.traits, EXCLUDED.trait_times)`;
 const mergedTimes = (table: string) => `tidings_merge_trait_times(${table}.trait_times, EXCLUDED.trait_times)`;
 
 /** ON CONFLICT clause setting traits and trait_times; profiles also keep trait_time_max current. */

@@ -53,7 +53,14 @@ export class TraitFold {
     if (this.traits === null) return { traits: "{}", times: "{}", timeMax: 0, uniform: true };
     if (this.times === null) {
       const time = this.time;
-      return { traits: q(this.traits), times: `{${Object.keys(this.traits).map((k) => `${q(k)}:${time}`).join(",")}}`, timeMax: time, uniform: true };
+      return {
+        traits: q(this.traits),
+        times: `{${Object.keys(this.traits)
+          .map((k) => `${q(k)}:${time}`)
+          .join(",")}}`,
+        timeMax: time,
+        uniform: true,
+      };
     }
     let min = Infinity;
     let max = 0;

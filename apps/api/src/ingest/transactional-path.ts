@@ -68,7 +68,9 @@ async function storeEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promi
 /** Inserts the events; returns those that were new (replays are left out). */
 async function insertEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promise<WorkspaceEvent[]> {
   const sorted = uniqueSorted(rows);
-  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(INSERT_NEW_EVENTS, [encodeRows(EVENT_COLUMNS, sorted)]);
+  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(INSERT_NEW_EVENTS, [
+    encodeRows(EVENT_COLUMNS, sorted),
+  ]);
   if (inserted.length === sorted.length) return sorted;
   const fresh = new Set(inserted.map((r) => key(r.workspace_id, r.message_id)));
   return sorted.filter((r) => fresh.has(key(r.workspaceId, r.ev.messageId)));

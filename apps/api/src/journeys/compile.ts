@@ -48,7 +48,8 @@ export function compileDraft(draft: JourneyDraft): CompileResult {
 
   const draftPath = (path: Path): string => {
     const [head, ...rest] = path;
-    const placed = head === "entryNode" ? entry : head === "nodes" && typeof rest[0] === "number" ? nodes[rest.shift() as number] : undefined;
+    const placed =
+      head === "entryNode" ? entry : head === "nodes" && typeof rest[0] === "number" ? nodes[rest.shift() as number] : undefined;
     if (placed === undefined) return "draft";
     if (rest[0] === "id") return `${nodePath(placed.index)}.id`;
     const names = draftFields[placed.node.type];
@@ -64,7 +65,10 @@ export function compileDraft(draft: JourneyDraft): CompileResult {
   const raw = { entryNode: entry?.node, nodes: nodes.map((n) => n.node), exitNode: { type: "ExitNode", id: EXIT_NODE_ID } };
   const parsed = JourneyDefinition.safeParse(raw);
   if (!parsed.success) {
-    return { kind: "invalid", issues: parsed.error.issues.map((issue) => ({ path: draftPath(issue.path as Path), message: issue.message })) };
+    return {
+      kind: "invalid",
+      issues: parsed.error.issues.map((issue) => ({ path: draftPath(issue.path as Path), message: issue.message })),
+    };
   }
   return { kind: "compiled", definition: parsed.data, draftPath };
 }

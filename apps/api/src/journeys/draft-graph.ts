@@ -1,12 +1,6 @@
 // A read-only view of an editor draft, built once per compilation: nodes by id, the targets of
 // each node's edges, and the step a reference reaches once label and empty nodes are followed.
-import {
-  EXIT_NODE_ID,
-  type ErrorIssue,
-  type JourneyDraft,
-  type JourneyUiDraftNode,
-  type JourneyUiNodeTypeProps,
-} from "@tidings/schema";
+import { EXIT_NODE_ID, type ErrorIssue, type JourneyDraft, type JourneyUiDraftNode, type JourneyUiNodeTypeProps } from "@tidings/schema";
 
 /** Something not filled in yet (the draft is stored as is) or a contradiction (400). */
 export interface Problem {
@@ -50,8 +44,7 @@ export function draftGraph(draft: JourneyDraft): DraftGraph {
   for (const e of draft.edges) outgoing.set(e.source, [...(outgoing.get(e.source) ?? []), e.target]);
 
   // Counted over every node, repeated ids included.
-  const ofKind = (kind: string) =>
-    draft.nodes.flatMap((n, i) => (isStep(n) && n.data.nodeTypeProps.type === kind ? [i] : []));
+  const ofKind = (kind: string) => draft.nodes.flatMap((n, i) => (isStep(n) && n.data.nodeTypeProps.type === kind ? [i] : []));
   const exits = ofKind("ExitNode");
   for (const [found, what] of [
     [ofKind("EntryUiNode"), "entry node (EntryUiNode)"],

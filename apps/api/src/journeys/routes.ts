@@ -9,8 +9,6 @@ export const journeyRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app
   const { prisma } = ctx.db;
   route(app, op["journeys.upsert"], ({ workspaceId, body }) => upsertJourney(prisma, workspaceId, body));
   route(app, op["journeys.list"], ({ workspaceId, query }) => listJourneys(prisma, workspaceId, query));
-  route(app, op["journeys.get"], async ({ workspaceId, params }) =>
-    toJourneyResource(await findJourney(prisma, workspaceId, params.id)),
-  );
+  route(app, op["journeys.get"], async ({ workspaceId, params }) => toJourneyResource(await findJourney(prisma, workspaceId, params.id)));
   route(app, op["journeys.delete"], ({ workspaceId, params }) => deleteJourney(prisma, workspaceId, params.id));
 };

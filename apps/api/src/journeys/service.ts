@@ -130,11 +130,7 @@ async function assertStorable(tx: Tx, workspaceId: string, change: DefinitionCha
  * definition uses (src/db/references.ts): taken when it starts or its definition changes while
  * it runs, released when it is paused.
  */
-export async function upsertJourney(
-  prisma: PrismaClient,
-  workspaceId: string,
-  body: UpsertJourneyRequestBody,
-): Promise<JourneyResource> {
+export async function upsertJourney(prisma: PrismaClient, workspaceId: string, body: UpsertJourneyRequestBody): Promise<JourneyResource> {
   const change = definitionChange(body);
   type Changes = Partial<JourneyFields>;
   const row = await upsert<Journey, JourneyFields, Changes>(prisma, {

@@ -20,7 +20,9 @@ export function journeyUses(def: JourneyDefinition): JourneyUse[] {
     const at: Path = ["nodes", i];
     if (n.type === "SegmentSplitNode") uses.push({ kind: "Segment", id: n.segment, path: [...at, "segment"] });
     if (n.type === "WaitForNode") {
-      n.segmentChildren.forEach((c, k) => uses.push({ kind: "Segment", id: c.segmentId, path: [...at, "segmentChildren", k, "segmentId"] }));
+      for (const [k, c] of n.segmentChildren.entries()) {
+        uses.push({ kind: "Segment", id: c.segmentId, path: [...at, "segmentChildren", k, "segmentId"] });
+      }
     }
     if (n.type === "MessageNode") {
       uses.push({ kind: "MessageTemplate", id: n.templateId, path: [...at, "templateId"], channel: n.channel });

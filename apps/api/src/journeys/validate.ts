@@ -47,9 +47,7 @@ export async function referenceIssues(
   for (const s of segments) {
     if (!knownSegments.has(s.id)) issues.push({ path: s.path, message: `no segment ${s.id} in this workspace` });
   }
-  const templateChannel = new Map(
-    templateRows.map((r) => [r.id, (r.definition as { type?: string } | null)?.type] as const),
-  );
+  const templateChannel = new Map(templateRows.map((r) => [r.id, (r.definition as { type?: string } | null)?.type] as const));
   for (const t of templates) {
     if (!templateChannel.has(t.id)) issues.push({ path: t.path, message: `no message template ${t.id} in this workspace` });
     else {
@@ -57,7 +55,10 @@ export async function referenceIssues(
       if (channel && channel !== t.channel) {
         issues.push({ path: t.path, message: `template ${t.id} is a ${channel} template; the node sends ${t.channel}` });
       } else if (!channel && options.running) {
-        issues.push({ path: t.path, message: `template ${t.id} has no definition (only a draft), and a running journey sends the definition` });
+        issues.push({
+          path: t.path,
+          message: `template ${t.id} has no definition (only a draft), and a running journey sends the definition`,
+        });
       }
     }
   }
@@ -81,9 +82,6 @@ const allowed: Record<JourneyStatus, JourneyStatus[]> = {
 /** NotStarted → Running ⇄ Paused; throws 400 for anything else. */
 export function assertStatusChange(from: JourneyStatus, to: JourneyStatus) {
   if (allowed[from].includes(to)) return;
-  const why =
-    to === "NotStarted"
-      ? "a journey that has started cannot go back to NotStarted"
-      : "only a running journey can be paused";
+  const why = to === "NotStarted" ? "a journey that has started cannot go back to NotStarted" : "only a running journey can be paused";
   throw badRequest(`Status cannot change from ${from} to ${to}`, [{ path: "status", message: why }]);
 }

@@ -41,7 +41,9 @@ export async function verifySecretKey(
     if (stored === current) return;
     // Before the check existed (or on a fresh database) the sealed values themselves tell.
     const knows = async (key: string) =>
-      stored !== undefined ? stored === secretKeyCheck(key) : sealedProviderSecrets(tx, new SecretBox(key)).then((s) => s.opened > 0 || s.total === 0);
+      stored !== undefined
+        ? stored === secretKeyCheck(key)
+        : sealedProviderSecrets(tx, new SecretBox(key)).then((s) => s.opened > 0 || s.total === 0);
     if (!(await knows(config.secretKey))) {
       if (!previous || !(await knows(previous))) throw mismatch(previous !== undefined);
       const { resealed, unreadable } = await resealProviderSecrets(tx, new SecretBox(previous), new SecretBox(config.secretKey));

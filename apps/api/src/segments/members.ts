@@ -1,12 +1,7 @@
 // Hand-set members of segments whose definition has a Manual node, and the segment users listing.
 // Computed membership (Trait, Performed, …) arrives with the segment engine; until then
 // GET …/users lists only hand-set members, and a segment without a Manual node lists none.
-import {
-  hasManualNode,
-  type SegmentMembersRequestBody,
-  type SegmentMembersResponse,
-  type SegmentUsersQuery,
-} from "@tidings/schema";
+import { hasManualNode, type SegmentMembersRequestBody, type SegmentMembersResponse, type SegmentUsersQuery } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { ApiError } from "../http/errors.ts";

@@ -10,12 +10,8 @@ export const segmentRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app
   const { prisma } = ctx.db;
   route(app, op["segments.upsert"], ({ workspaceId, body }) => upsertSegment(prisma, workspaceId, body));
   route(app, op["segments.list"], ({ workspaceId, query }) => listSegments(prisma, workspaceId, query));
-  route(app, op["segments.get"], async ({ workspaceId, params }) =>
-    toSegmentResource(await findSegment(prisma, workspaceId, params.id)),
-  );
+  route(app, op["segments.get"], async ({ workspaceId, params }) => toSegmentResource(await findSegment(prisma, workspaceId, params.id)));
   route(app, op["segments.delete"], ({ workspaceId, params }) => deleteSegment(prisma, workspaceId, params.id));
   route(app, op["segments.members.put"], ({ workspaceId, params, body }) => changeMembers(prisma, workspaceId, params.id, body));
-  route(app, op["segments.users.list"], ({ workspaceId, params, query }) =>
-    listSegmentUsers(prisma, workspaceId, params.id, query),
-  );
+  route(app, op["segments.users.list"], ({ workspaceId, params, query }) => listSegmentUsers(prisma, workspaceId, params.id, query));
 };

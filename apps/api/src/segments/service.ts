@@ -15,8 +15,7 @@ import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 
 /** The stored definition; rows written without one (by other code paths) read as manual. */
-export const definitionOf = (row: Segment): SegmentDefinition =>
-  (row.definition as SegmentDefinition | null) ?? manualSegmentDefinition();
+export const definitionOf = (row: Segment): SegmentDefinition => (row.definition as SegmentDefinition | null) ?? manualSegmentDefinition();
 
 export function toSegmentResource(row: Segment): SegmentResource {
   return {
@@ -43,10 +42,13 @@ function groupsNamed(fields: { definition?: SegmentDefinition; subscriptionGroup
   const named: (Target & { path: string })[] = [];
   if (fields.subscriptionGroupId) named.push({ kind: "SubscriptionGroup", id: fields.subscriptionGroupId, path: "subscriptionGroupId" });
   if (fields.definition) {
-    const located = [{ node: fields.definition.entryNode, path: "definition.entryNode" }];
-    fields.definition.nodes.forEach((node, i) => located.push({ node, path: `definition.nodes.${i}` }));
+    const located = [
+      { node: fields.definition.entryNode, path: "definition.entryNode" },
+      ...fields.definition.nodes.map((node, i) => ({ node, path: `definition.nodes.${i}` })),
+    ];
     for (const { node, path } of located) {
-      if (node.type === "SubscriptionGroup") named.push({ kind: "SubscriptionGroup", id: node.subscriptionGroupId, path: `${path}.subscriptionGroupId` });
+      if (node.type === "SubscriptionGroup")
+        named.push({ kind: "SubscriptionGroup", id: node.subscriptionGroupId, path: `${path}.subscriptionGroupId` });
     }
   }
   return named;
@@ -71,7 +73,12 @@ async function holdGroups(tx: Tx, workspaceId: string, row: Segment) {
   const named = groupsNamed({ definition: definitionOf(row), subscriptionGroupId: row.subscriptionGroupId });
   // A stored definition may name a group deleted before groups were held: hold what exists.
   const found = (await lockTargets(tx, workspaceId, named)).SubscriptionGroup;
-  await setHolds(tx, workspaceId, { kind: "Segment", id: row.id }, named.filter((g) => found.has(g.id)));
+  await setHolds(
+    tx,
+    workspaceId,
+    { kind: "Segment", id: row.id },
+    named.filter((g) => found.has(g.id)),
+  );
 }
 
 const nameTaken = (name: string) => new ApiError("CONFLICT", `A segment named ${JSON.stringify(name)} already exists in this workspace`);

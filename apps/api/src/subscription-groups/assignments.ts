@@ -1,10 +1,6 @@
 // Users' explicit subscription choices. A user without a row gets the group type's default
 // (subscribed for OptOut, not subscribed for OptIn).
-import type {
-  SubscriptionAssignmentListQuery,
-  SubscriptionAssignmentsRequestBody,
-  SubscriptionAssignmentsResponse,
-} from "@tidings/schema";
+import type { SubscriptionAssignmentListQuery, SubscriptionAssignmentsRequestBody, SubscriptionAssignmentsResponse } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
@@ -38,12 +34,7 @@ export async function assignSubscriptions(
 }
 
 /** Explicit choices ordered by user id, keyset-paginated. */
-export async function listAssignments(
-  prisma: PrismaClient,
-  workspaceId: string,
-  groupId: string,
-  query: SubscriptionAssignmentListQuery,
-) {
+export async function listAssignments(prisma: PrismaClient, workspaceId: string, groupId: string, query: SubscriptionAssignmentListQuery) {
   await findSubscriptionGroup(prisma, workspaceId, groupId);
   const where: Prisma.SubscriptionAssignmentWhereInput = { workspaceId, subscriptionGroupId: groupId };
   if (query.cursor) where.profileId = { gt: decodeCursor(query.cursor, ["string"])[0] };

@@ -19,9 +19,7 @@ export const subscriptionGroupRoutes: FastifyPluginAsync<{ ctx: AppContext }> = 
   route(app, op["subscriptionGroups.get"], async ({ workspaceId, params }) =>
     toSubscriptionGroupResource(await findSubscriptionGroup(prisma, workspaceId, params.id)),
   );
-  route(app, op["subscriptionGroups.delete"], ({ workspaceId, params }) =>
-    deleteSubscriptionGroup(prisma, workspaceId, params.id),
-  );
+  route(app, op["subscriptionGroups.delete"], ({ workspaceId, params }) => deleteSubscriptionGroup(prisma, workspaceId, params.id));
   route(app, op["subscriptionGroups.assignments.put"], ({ workspaceId, params, body }) =>
     assignSubscriptions(prisma, workspaceId, params.id, body),
   );

@@ -23,10 +23,7 @@ export async function resolveDisjoint(
   first: { field: string; ids: string[] },
   second: { field: string; ids: string[] },
 ): Promise<[string[], string[]]> {
-  const [a, b] = await Promise.all([
-    canonicalIds(prisma, workspaceId, first.ids),
-    canonicalIds(prisma, workspaceId, second.ids),
-  ]);
+  const [a, b] = await Promise.all([canonicalIds(prisma, workspaceId, first.ids), canonicalIds(prisma, workspaceId, second.ids)]);
   const inFirst = new Set(a);
   const issues: ErrorIssue[] = b.flatMap((profileId, index) =>
     inFirst.has(profileId)

@@ -60,9 +60,7 @@ describe("routes the admin API cannot guard stop the boot", () => {
 
   it("an admin contract's route outside it", async () => {
     const app = Fastify();
-    expect(() => route(app, op["segments.list"], () => ({ items: [], segments: [], nextCursor: null }))).toThrow(
-      /inside the admin plugin/,
-    );
+    expect(() => route(app, op["segments.list"], () => ({ items: [], segments: [], nextCursor: null }))).toThrow(/inside the admin plugin/);
     await app.close();
   });
 });

@@ -22,7 +22,13 @@ describe("write keys", () => {
   it("create → usable; list shows a prefix, never the key; revoke → 401 at once despite the cache", async () => {
     const created = await request(t.url, "POST", "/api/admin/write-keys", { headers: admin(), body: { name: "website" } });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ workspaceId: t.workspace.id, kind: "Write", name: "website", revokedAt: null, key: expect.stringMatching(/^tdw_/) });
+    expect(created.body).toMatchObject({
+      workspaceId: t.workspace.id,
+      kind: "Write",
+      name: "website",
+      revokedAt: null,
+      key: expect.stringMatching(/^tdw_/),
+    });
     const key: string = created.body.key;
     expect((await track(key)).status).toBe(204); // now cached
 
@@ -75,7 +81,13 @@ describe("admin API keys", () => {
   });
 
   it("only `Bearer <admin key>` is accepted on admin routes", async () => {
-    for (const headers of [{}, basic(t.workspace.adminKey), { authorization: t.workspace.adminKey }, bearer(`tda_${"B".repeat(43)}`), bearer(t.workspace.writeKey)]) {
+    for (const headers of [
+      {},
+      basic(t.workspace.adminKey),
+      { authorization: t.workspace.adminKey },
+      bearer(`tda_${"B".repeat(43)}`),
+      bearer(t.workspace.writeKey),
+    ]) {
       const res = await request(t.url, "GET", "/api/admin/events", { headers });
       expect(res.status).toBe(401);
       expect(res.body.error.code).toBe("UNAUTHORIZED");
@@ -85,7 +97,9 @@ describe("admin API keys", () => {
   it("a cached key keeps its kind: an admin key cannot ingest, a write key cannot read", async () => {
     // Each key is first used where it belongs, so the key cache holds it.
     expect((await request(t.url, "GET", "/api/admin/events", { headers: bearer(t.workspace.adminKey) })).status).toBe(200);
-    expect((await request(t.url, "POST", "/v1/track", { headers: basic(t.workspace.writeKey), body: { userId: "u", event: "e" } })).status).toBe(204);
+    expect(
+      (await request(t.url, "POST", "/v1/track", { headers: basic(t.workspace.writeKey), body: { userId: "u", event: "e" } })).status,
+    ).toBe(204);
     const ingest = await request(t.url, "POST", "/v1/track", { headers: basic(t.workspace.adminKey), body: { userId: "u", event: "e" } });
     expect(ingest.status).toBe(401);
     expect(ingest.body.error.code).toBe("UNAUTHORIZED");

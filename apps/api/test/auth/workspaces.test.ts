@@ -93,9 +93,18 @@ describe("GET /api/admin/workspaces (root key)", () => {
 describe("POST /api/admin/workspaces/:id/api-keys (root key)", () => {
   it("mints a working admin key for any workspace, shown once", async () => {
     const ws = await t.newWorkspace();
-    const res = await request(t.url, "POST", `/api/admin/workspaces/${ws.id}/api-keys`, { headers: bearer(ROOT_KEY), body: { name: "rescue" } });
+    const res = await request(t.url, "POST", `/api/admin/workspaces/${ws.id}/api-keys`, {
+      headers: bearer(ROOT_KEY),
+      body: { name: "rescue" },
+    });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ workspaceId: ws.id, kind: "Admin", name: "rescue", revokedAt: null, key: expect.stringMatching(/^tda_/) });
+    expect(res.body).toMatchObject({
+      workspaceId: ws.id,
+      kind: "Admin",
+      name: "rescue",
+      revokedAt: null,
+      key: expect.stringMatching(/^tda_/),
+    });
     const keys = await request(t.url, "GET", "/api/admin/api-keys", { headers: bearer(res.body.key) });
     expect(keys.status).toBe(200);
     expect(keys.body.items.map((k: { id: string }) => k.id)).toContain(res.body.id);

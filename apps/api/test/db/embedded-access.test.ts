@@ -50,7 +50,9 @@ describe("the postgres user's access", () => {
 
   it.skipIf(process.getuid?.() !== 0)("as root, startEmbeddedPostgres stops at once with that paragraph", async () => {
     const dir = await privateDir();
-    await expect(startEmbeddedPostgres({ dataDir: path.join(dir, "data") })).rejects.toThrow(/cannot enter .* Ways out: .*TIDINGS_DATA_DIR/);
+    await expect(startEmbeddedPostgres({ dataDir: path.join(dir, "data") })).rejects.toThrow(
+      /cannot enter .* Ways out: .*TIDINGS_DATA_DIR/,
+    );
     expect(existsSync(path.join(dir, "data"))).toBe(false); // stopped before creating anything
   });
 });

@@ -42,22 +42,38 @@ it("resource_references backfills the holds of running journeys and of segments"
       definition === null ? null : JSON.stringify(definition),
       group,
     ]);
-  await c.query(`INSERT INTO subscription_groups (workspace_id, id, name, channel, type) VALUES ($1, $2, 'a', 'Email', 'OptIn'), ($1, $3, 'b', 'Email', 'OptOut')`, [
-    ws,
-    grpA,
-    grpB,
-  ]);
+  await c.query(
+    `INSERT INTO subscription_groups (workspace_id, id, name, channel, type) VALUES ($1, $2, 'a', 'Email', 'OptIn'), ($1, $3, 'b', 'Email', 'OptOut')`,
+    [ws, grpA, grpB],
+  );
   await c.query(`INSERT INTO message_templates (workspace_id, id, name, definition) VALUES ($1, $2, 't', '{"type": "Email"}')`, [ws, tpl]);
   await segment(entry, "entry");
   await segment(split, "split");
-  await segment(waited, "waited", { entryNode: { type: "SubscriptionGroup", id: "s", subscriptionGroupId: grpA }, nodes: [{ type: "SubscriptionGroup", id: "t", subscriptionGroupId: randomUUID() }] }, grpB);
+  await segment(
+    waited,
+    "waited",
+    {
+      entryNode: { type: "SubscriptionGroup", id: "s", subscriptionGroupId: grpA },
+      nodes: [{ type: "SubscriptionGroup", id: "t", subscriptionGroupId: randomUUID() }],
+    },
+    grpB,
+  );
   await segment(randomUUID(), "linked", { entryNode: { type: "Everyone", id: "e" }, nodes: [] }, grpA);
 
   const definition = {
     entryNode: { type: "EntryNode", segment: entry, child: "s" },
     nodes: [
       { id: "s", type: "SegmentSplitNode", segment: split, trueChild: "w", falseChild: "g" },
-      { id: "w", type: "WaitForNode", segmentChildren: [{ segmentId: waited, child: "m" }, { segmentId: entry.toUpperCase(), child: "m" }], timeoutSeconds: 5, timeoutChild: "m" },
+      {
+        id: "w",
+        type: "WaitForNode",
+        segmentChildren: [
+          { segmentId: waited, child: "m" },
+          { segmentId: entry.toUpperCase(), child: "m" },
+        ],
+        timeoutSeconds: 5,
+        timeoutChild: "m",
+      },
       { id: "g", type: "SegmentSplitNode", segment: gone, trueChild: "m", falseChild: "m" },
       { id: "m", type: "MessageNode", channel: "Email", templateId: tpl, subscriptionGroupId: grpA, child: "x" },
       { id: "x", type: "MessageNode", channel: "Email", templateId: "not-a-uuid", child: "ExitNode" },
@@ -80,22 +96,26 @@ it("resource_references backfills the holds of running journeys and of segments"
   await c.query(migrations[at]!.sql);
 
   const holds = async (table: string) =>
-    (await c.query(`SELECT referrer_kind::text AS kind, referrer_id::text AS referrer, target_id::text AS target FROM ${table} ORDER BY 1, 2, 3`)).rows;
+    (
+      await c.query(
+        `SELECT referrer_kind::text AS kind, referrer_id::text AS referrer, target_id::text AS target FROM ${table} ORDER BY 1, 2, 3`,
+      )
+    ).rows;
   const segmentIds = Object.fromEntries((await c.query(`SELECT id::text, name FROM segments`)).rows.map((r) => [r.name, r.id]));
   expect(await holds("segment_references")).toEqual(
     [entry, split, waited].sort().map((target) => ({ kind: "Journey", referrer: running, target })),
   );
   expect(await holds("message_template_references")).toEqual([{ kind: "Journey", referrer: running, target: tpl }]);
-  expect(await holds("subscription_group_references")).toEqual(
-    [
-      { kind: "Journey", referrer: running, target: grpA },
-      ...[
-        { kind: "Segment", referrer: segmentIds.waited, target: grpA },
-        { kind: "Segment", referrer: segmentIds.waited, target: grpB },
-        { kind: "Segment", referrer: segmentIds.linked, target: grpA },
-      ].sort((a, b) => (a.referrer + a.target).localeCompare(b.referrer + b.target)),
-    ],
-  );
+  expect(await holds("subscription_group_references")).toEqual([
+    { kind: "Journey", referrer: running, target: grpA },
+    ...[
+      { kind: "Segment", referrer: segmentIds.waited, target: grpA },
+      { kind: "Segment", referrer: segmentIds.waited, target: grpB },
+      { kind: "Segment", referrer: segmentIds.linked, target: grpA },
+    ].sort((a, b) => (a.referrer + a.target).localeCompare(b.referrer + b.target)),
+  ]);
   // The holds are enforced from now on.
-  await expect(c.query(`DELETE FROM segments WHERE id = $1`, [entry])).rejects.toThrow(/violates RESTRICT setting of foreign key constraint/);
+  await expect(c.query(`DELETE FROM segments WHERE id = $1`, [entry])).rejects.toThrow(
+    /violates RESTRICT setting of foreign key constraint/,
+  );
 });

@@ -53,7 +53,9 @@ const routes: BodyRoute[] = [
     upsert: true,
     workspaced: true,
     nested: [
-      () => ({ definition: { entryNode: { type: "Trait", id: "t", path: "plan", operator: { type: "Equals", value: "pro", vlaue: "x" } } } }),
+      () => ({
+        definition: { entryNode: { type: "Trait", id: "t", path: "plan", operator: { type: "Equals", value: "pro", vlaue: "x" } } },
+      }),
       "definition.entryNode.operator.vlaue",
     ],
   },
@@ -112,7 +114,10 @@ const routes: BodyRoute[] = [
     ok: 200,
     upsert: true,
     workspaced: true,
-    nested: [() => ({ channel: "Webhook", type: "Webhook", config: { signingSecret: "s".repeat(32), signingAlgo: "sha1" } }), "config.signingAlgo"],
+    nested: [
+      () => ({ channel: "Webhook", type: "Webhook", config: { signingSecret: "s".repeat(32), signingAlgo: "sha1" } }),
+      "config.signingAlgo",
+    ],
   },
   {
     method: "PUT",
@@ -128,9 +133,33 @@ const routes: BodyRoute[] = [
       "definition.entryNode.filter",
     ],
   },
-  { method: "POST", label: "POST /api/admin/api-keys", path: () => "/api/admin/api-keys", body: () => ({}), ok: 201, named: true, workspaced: true },
-  { method: "POST", label: "POST /api/admin/write-keys", path: () => "/api/admin/write-keys", body: () => ({}), ok: 201, named: true, workspaced: true },
-  { method: "POST", label: "POST /api/admin/workspaces", path: () => "/api/admin/workspaces", body: () => ({}), ok: 201, named: true, root: true },
+  {
+    method: "POST",
+    label: "POST /api/admin/api-keys",
+    path: () => "/api/admin/api-keys",
+    body: () => ({}),
+    ok: 201,
+    named: true,
+    workspaced: true,
+  },
+  {
+    method: "POST",
+    label: "POST /api/admin/write-keys",
+    path: () => "/api/admin/write-keys",
+    body: () => ({}),
+    ok: 201,
+    named: true,
+    workspaced: true,
+  },
+  {
+    method: "POST",
+    label: "POST /api/admin/workspaces",
+    path: () => "/api/admin/workspaces",
+    body: () => ({}),
+    ok: 201,
+    named: true,
+    root: true,
+  },
   {
     method: "POST",
     label: "POST /api/admin/workspaces/:id/api-keys",
@@ -144,8 +173,7 @@ const routes: BodyRoute[] = [
 
 const call = (route: BodyRoute, body: Record<string, unknown>) =>
   request(t.url, route.method, route.path(), { headers: bearer(route.root ? ROOT_KEY : t.workspace.adminKey), body });
-const withName = (route: BodyRoute, body: Record<string, unknown>) =>
-  route.named ? { name: `n-${randomUUID()}`, ...body } : body;
+const withName = (route: BodyRoute, body: Record<string, unknown>) => (route.named ? { name: `n-${randomUUID()}`, ...body } : body);
 
 describe.each(routes)("$label", (route) => {
   it("works without workspaceId (the key's workspace)", async () => {

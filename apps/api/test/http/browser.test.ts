@@ -27,7 +27,8 @@ function findChrome(): string | undefined {
 }
 
 const chrome = findChrome();
-const SKIP_REASON = "no Chromium found (looked for CHROME_PATH, chromium, chromium-browser, google-chrome on PATH); install the Debian package `chromium`";
+const SKIP_REASON =
+  "no Chromium found (looked for CHROME_PATH, chromium, chromium-browser, google-chrome on PATH); install the Debian package `chromium`";
 if (!chrome) console.warn(`browser.test.ts skipped: ${SKIP_REASON}`);
 
 /** The page's script; its outcome is `window.outcome`. */
@@ -66,7 +67,11 @@ describe.skipIf(!chrome)(chrome ? "a page on another origin in Chromium" : `a pa
     t = await createTestApp();
     site = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(html));
     await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
-    browser = await puppeteer.launch({ executablePath: chrome, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+    browser = await puppeteer.launch({
+      executablePath: chrome,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    });
   });
   afterAll(async () => {
     await browser?.close();

@@ -25,13 +25,23 @@ afterAll(async () => {
 });
 
 /** What a browser sends before a POST with an Authorization header. */
-function preflight(t: TestApp, path: string, origin: string, method = "POST", headers = "authorization,content-type,publicwritekey,content-encoding") {
+function preflight(
+  t: TestApp,
+  path: string,
+  origin: string,
+  method = "POST",
+  headers = "authorization,content-type,publicwritekey,content-encoding",
+) {
   return request(t.url, "OPTIONS", path, {
     headers: { origin, "access-control-request-method": method, "access-control-request-headers": headers },
   });
 }
 
-const list = (value: string | null) => (value ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+const list = (value: string | null) =>
+  (value ?? "")
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 
 describe("CORS on public ingestion", () => {
   it.each(["/v1/track", "/api/public/apps/batch", "/v1/batch", "/api/public/apps/identify"])(
@@ -57,7 +67,10 @@ describe("CORS on public ingestion", () => {
     expect(list(ok.headers.get("access-control-expose-headers"))).toEqual(expect.arrayContaining(["x-request-id", "retry-after"]));
 
     // A refused key is still readable by the page, so it can report why.
-    const refused = await request(open.url, "POST", "/api/public/apps/track", { headers: { origin: STRANGER }, body: { userId: "u", event: "e" } });
+    const refused = await request(open.url, "POST", "/api/public/apps/track", {
+      headers: { origin: STRANGER },
+      body: { userId: "u", event: "e" },
+    });
     expect(refused.status).toBe(401);
     expect(refused.headers.get("access-control-allow-origin")).toBe("*");
   });
@@ -97,7 +110,9 @@ describe("CORS on the admin API", () => {
     expect(pre.status).not.toBe(204);
     expect(pre.headers.get("access-control-allow-origin")).toBeNull();
 
-    const res = await request(open.url, "GET", "/api/admin/segments", { headers: { ...bearer(open.workspace.adminKey), origin: STRANGER } });
+    const res = await request(open.url, "GET", "/api/admin/segments", {
+      headers: { ...bearer(open.workspace.adminKey), origin: STRANGER },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBeNull();
   });
@@ -128,7 +143,10 @@ describe("CORS on the admin API", () => {
 describe("CORS configuration", () => {
   it("parses and normalises origin lists", () => {
     expect(loadConfig({})).toMatchObject({ corsOrigins: "*", adminCorsOrigins: [] });
-    const c = loadConfig({ TIDINGS_CORS_ORIGINS: "https://Shop.example, http://localhost:8080/", TIDINGS_ADMIN_CORS_ORIGINS: "https://admin.example:443" });
+    const c = loadConfig({
+      TIDINGS_CORS_ORIGINS: "https://Shop.example, http://localhost:8080/",
+      TIDINGS_ADMIN_CORS_ORIGINS: "https://admin.example:443",
+    });
     expect(c.corsOrigins).toEqual(["https://shop.example", "http://localhost:8080"]);
     expect(c.adminCorsOrigins).toEqual(["https://admin.example"]);
   });

@@ -28,7 +28,10 @@ describe("an empty JSON body is no body", () => {
 
   it("also with a charset parameter, and with a body of whitespace only", async () => {
     const id = await newSegment();
-    const res = await request(t.url, "DELETE", `/api/admin/segments/${id}`, { headers: json("application/json; charset=utf-8"), raw: " \r\n" });
+    const res = await request(t.url, "DELETE", `/api/admin/segments/${id}`, {
+      headers: json("application/json; charset=utf-8"),
+      raw: " \r\n",
+    });
     expect(res.status, res.text).toBe(204);
   });
 

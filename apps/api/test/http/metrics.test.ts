@@ -19,7 +19,10 @@ describe("/metrics", () => {
       expect((await request(t.url, "POST", "/v1/track", { headers: auth, body: { userId, event: "Seen" } })).status).toBe(204);
     }
     expect((await request(t.url, "POST", "/v1/track", { body: { userId: "c", event: "Seen" } })).status).toBe(401);
-    expect((await request(t.url, "GET", `/api/admin/users/${encodeURIComponent("a")}`, { headers: { authorization: `Bearer ${ws.adminKey}` } })).status).toBe(200);
+    expect(
+      (await request(t.url, "GET", `/api/admin/users/${encodeURIComponent("a")}`, { headers: { authorization: `Bearer ${ws.adminKey}` } }))
+        .status,
+    ).toBe(200);
     const text = (await request(t.url, "GET", "/metrics")).text;
     expect(text).toContain('tidings_http_requests_total{route="/v1/track",method="POST",status="204"} 2');
     expect(text).toContain('tidings_http_requests_total{route="/v1/track",method="POST",status="401"} 1');

@@ -29,7 +29,10 @@ interface Resource {
 
 const PASSWORD = "smtp-password-0123456789-LAST";
 const smtp = { host: "smtp.acme.test", port: 587, username: "mailer", from: "Acme <hello@acme.test>" };
-const trait = (value: string) => ({ entryNode: { type: "Trait", id: "plan", path: "plan", operator: { type: "Equals", value } }, nodes: [] });
+const trait = (value: string) => ({
+  entryNode: { type: "Trait", id: "plan", path: "plan", operator: { type: "Equals", value } },
+  nodes: [],
+});
 
 const resources: Record<string, Resource> = {
   segments: {
@@ -38,7 +41,10 @@ const resources: Record<string, Resource> = {
     // Key order of the definition does not matter; an omitted definition keeps the stored one.
     same: (name) => [
       { name },
-      { name, definition: { nodes: [], entryNode: { operator: { value: "pro", type: "Equals" }, path: "plan", id: "plan", type: "Trait" } } },
+      {
+        name,
+        definition: { nodes: [], entryNode: { operator: { value: "pro", type: "Equals" }, path: "plan", id: "plan", type: "Trait" } },
+      },
     ],
     changed: (name) => ({ name, definition: trait("enterprise") }),
     keys: ["seg-a", "seg-b"],
@@ -66,7 +72,8 @@ const resources: Record<string, Resource> = {
   },
   providers: {
     path: "/api/admin/providers",
-    body: (channel) => (channel === "Email" ? { channel, type: "Smtp", config: { ...smtp, password: PASSWORD } } : { channel, type: "Log" }),
+    body: (channel) =>
+      channel === "Email" ? { channel, type: "Smtp", config: { ...smtp, password: PASSWORD } } : { channel, type: "Log" },
     // Secrets compare decrypted: left out, or sent back masked, they are unchanged.
     same: (channel) =>
       channel === "Email"
@@ -131,7 +138,10 @@ describe.each(Object.entries(resources))("PUT %s", (_, r) => {
     const first = await put(r, w, r.body(a));
     const second = await put(r, w, r.body(b));
     expect([first.status, second.status]).toEqual([200, 200]);
-    for (const body of [{ ...r.body(a), id: second.body.id }, { ...r.body(a), id: randomUUID() }]) {
+    for (const body of [
+      { ...r.body(a), id: second.body.id },
+      { ...r.body(a), id: randomUUID() },
+    ]) {
       const res = await put(r, w, body);
       expect(res.status, JSON.stringify(body)).toBe(409);
       expect(res.body.error.code).toBe("CONFLICT");

@@ -34,7 +34,11 @@ describe("body encoding", () => {
   it("bytes that are not UTF-8 → 400, plain or gzipped, and nothing is stored", async () => {
     const event = track({ userId: "u-latin1" });
     const json = Buffer.from(JSON.stringify(event).replace("u-latin1", "u-latin1\u00ff"), "latin1");
-    const batch = Buffer.concat([Buffer.from('{"batch":[{"type":"track","userId":"u-latin1","event":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}]}')]);
+    const batch = Buffer.concat([
+      Buffer.from('{"batch":[{"type":"track","userId":"u-latin1","event":"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}]}'),
+    ]);
     for (const [path, body, headers] of [
       ["/v1/track", json, {}],
       ["/v1/track", gzipSync(json), { "content-encoding": "gzip" }],
@@ -72,8 +76,18 @@ describe("body encoding", () => {
   it("gzip and deflate bodies are read whatever their content type", async () => {
     const a = track();
     const b = track();
-    expect204(await raw("/v1/batch", gzipSync(JSON.stringify({ batch: [a] })), { "content-type": "application/x-www-form-urlencoded", "content-encoding": "gzip" }));
-    expect204(await raw("/v1/batch", deflateSync(JSON.stringify({ batch: [b] })), { "content-type": "application/json", "content-encoding": "deflate" }));
+    expect204(
+      await raw("/v1/batch", gzipSync(JSON.stringify({ batch: [a] })), {
+        "content-type": "application/x-www-form-urlencoded",
+        "content-encoding": "gzip",
+      }),
+    );
+    expect204(
+      await raw("/v1/batch", deflateSync(JSON.stringify({ batch: [b] })), {
+        "content-type": "application/json",
+        "content-encoding": "deflate",
+      }),
+    );
     const stored = (await listEvents(t, { userId: "u-bad" })).map((e) => e.messageId);
     expect(stored).toEqual(expect.arrayContaining([a.messageId, b.messageId]));
   });
@@ -172,7 +186,14 @@ describe("schema violations", () => {
   it("a batch with bad items stores nothing and names each bad item", async () => {
     const good = [track(), track(), track()];
     const res = await ingest(t, "/v1/batch", {
-      batch: [good[0], { type: "track", userId: "u-bad" }, good[1], { type: "identify", traits: {} }, good[2], { type: "group", userId: "u" }],
+      batch: [
+        good[0],
+        { type: "track", userId: "u-bad" },
+        good[1],
+        { type: "identify", traits: {} },
+        good[2],
+        { type: "group", userId: "u" },
+      ],
     });
     expectError(res, 400, "VALIDATION_FAILED");
     expect(issuePaths(res).sort()).toEqual(["batch.1.event", "batch.3.userId", "batch.5.groupId"]);
@@ -259,7 +280,10 @@ describe("values PostgreSQL cannot store and hostile nesting", () => {
 
   it("constructor keys holding a prototype are dropped, other constructor values kept", async () => {
     const ev = track();
-    const body = JSON.stringify(ev).replace(/}$/, ',"properties":{"constructor":{"prototype":{"polluted":true}},"nested":{"constructor":"Car"}}}');
+    const body = JSON.stringify(ev).replace(
+      /}$/,
+      ',"properties":{"constructor":{"prototype":{"polluted":true}},"nested":{"constructor":"Car"}}}',
+    );
     expect204(await raw("/v1/track", body));
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     const [stored] = (await listEvents(t)).filter((e) => e.messageId === ev.messageId);

@@ -44,7 +44,13 @@ describe("@segment/analytics-node", () => {
     { name: "its default /v1/batch", path: undefined },
   ])("delivers identify, group and track ($name)", async ({ path }) => {
     const errors: unknown[] = [];
-    const analytics = new SegmentAnalytics({ writeKey: t.workspace.writeKey, host: t.url, ...(path ? { path } : {}), flushAt: 1, maxRetries: 0 });
+    const analytics = new SegmentAnalytics({
+      writeKey: t.workspace.writeKey,
+      host: t.url,
+      ...(path ? { path } : {}),
+      flushAt: 1,
+      maxRetries: 0,
+    });
     analytics.on("error", (err) => errors.push(err));
     const userId = `seg-${randomUUID()}`;
     analytics.identify({ userId, traits: { email: `${userId}@example.com`, plan: "pro", seats: 3 } });
@@ -65,11 +71,16 @@ describe("@rudderstack/rudder-sdk-node", () => {
     const sent: { path: string; encoding: unknown; type: unknown }[] = [];
     const onRequest = (msg: unknown) => {
       const req = (msg as { request: ClientRequest }).request;
-      if (req.host === "127.0.0.1") sent.push({ path: req.path, encoding: req.getHeader("content-encoding"), type: req.getHeader("content-type") });
+      if (req.host === "127.0.0.1")
+        sent.push({ path: req.path, encoding: req.getHeader("content-encoding"), type: req.getHeader("content-type") });
     };
     diagnostics.subscribe("http.client.request.start", onRequest);
     const errors: unknown[] = [];
-    const client = new RudderAnalytics(t.workspace.writeKey, { dataPlaneUrl: t.url, logLevel: "error", errorHandler: (e: unknown) => errors.push(e) });
+    const client = new RudderAnalytics(t.workspace.writeKey, {
+      dataPlaneUrl: t.url,
+      logLevel: "error",
+      errorHandler: (e: unknown) => errors.push(e),
+    });
     const userId = `rs-${randomUUID()}`;
     const cb = (err?: unknown) => err && errors.push(err);
     try {

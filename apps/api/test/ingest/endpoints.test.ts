@@ -23,7 +23,10 @@ const KEY_FORMS: { name: string; headers: (key: string) => Record<string, string
   { name: "Bearer <key>", headers: (k) => ({ authorization: `Bearer ${k}` }) },
   { name: "bare key in Authorization", headers: (k) => ({ authorization: k }) },
   { name: "PublicWriteKey", headers: (k) => ({ PublicWriteKey: k }) },
-  { name: "PublicWriteKey + Authorization naming the same key", headers: (k) => ({ PublicWriteKey: k, authorization: `Basic ${b64(`${k}:`)}` }) },
+  {
+    name: "PublicWriteKey + Authorization naming the same key",
+    headers: (k) => ({ PublicWriteKey: k, authorization: `Basic ${b64(`${k}:`)}` }),
+  },
   { name: "writeKey body field", headers: () => ({}), inBody: true },
 ];
 
@@ -65,7 +68,10 @@ describe("refused credentials", () => {
   let revokedKey: string;
   let otherKey: string;
   beforeAll(async () => {
-    const created = await request(t.url, "POST", "/api/admin/write-keys", { headers: bearer(t.workspace.adminKey), body: { name: "to revoke" } });
+    const created = await request(t.url, "POST", "/api/admin/write-keys", {
+      headers: bearer(t.workspace.adminKey),
+      body: { name: "to revoke" },
+    });
     expect(created.status).toBe(201);
     revokedKey = created.body.key;
     expect204(await request(t.url, "POST", "/v1/track", { headers: basic(revokedKey), body: minimalEvent("track") }));

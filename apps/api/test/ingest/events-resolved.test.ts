@@ -93,7 +93,11 @@ describe("migration events_identity_id", () => {
         { message_id: "m1", identity_id: "anon-9", profile_id: "user-9" },
       ]);
       const { rows } = await c.query(`SELECT indexname FROM pg_indexes WHERE tablename = 'events' ORDER BY indexname`);
-      expect(rows.map((r) => r.indexname)).toEqual(["events_pkey", "events_workspace_id_event_time_idx", "events_workspace_id_identity_id_event_time_idx"]);
+      expect(rows.map((r) => r.indexname)).toEqual([
+        "events_pkey",
+        "events_workspace_id_event_time_idx",
+        "events_workspace_id_identity_id_event_time_idx",
+      ]);
     } finally {
       await c.end();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

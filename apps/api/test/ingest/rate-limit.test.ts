@@ -31,7 +31,7 @@ describe("ingestion rate limit", () => {
   });
 
   it("checks the key before counting: an unknown key is 401, not 429", async () => {
-    const res = await request(t.url, "POST", "/v1/track", { headers: basic("tdw_" + "x".repeat(43)), body: { userId: "u", event: "e" } });
+    const res = await request(t.url, "POST", "/v1/track", { headers: basic(`tdw_${"x".repeat(43)}`), body: { userId: "u", event: "e" } });
     expect(res.status).toBe(401);
   });
 });

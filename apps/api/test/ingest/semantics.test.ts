@@ -26,26 +26,29 @@ async function storedOne(messageId: string, userId: string) {
 describe("replays", () => {
   // A group event sends the commit down the multi-statement path; without one it may take the
   // single-statement one. Both must honour replays.
-  it.each([false, true])("a replayed batch is acknowledged, stored once, its identify not applied again (with group: %s)", async (withGroup) => {
-    const user = uid("replay");
-    // Equal event times: the later-processed identify wins, so a re-applied replay would show.
-    const first = {
-      batch: [
-        { type: "identify", userId: user, messageId: mid(), timestamp: iso(T0), traits: { plan: "a", seats: 1 } },
-        { type: "track", userId: user, messageId: mid(), event: "Ordered", timestamp: iso(T0) },
-        ...(withGroup ? [{ type: "group", userId: user, messageId: mid(), groupId: "g-replay", timestamp: iso(T0) }] : []),
-      ],
-    };
-    expect204(await ingest(t, "batch", first));
-    expect204(await ingest(t, "identify", { userId: user, messageId: mid(), timestamp: iso(T0), traits: { plan: "b" } }));
-    expect((await getUser(t, user)).body.traits).toEqual({ plan: "b", seats: 1 });
+  it.each([false, true])(
+    "a replayed batch is acknowledged, stored once, its identify not applied again (with group: %s)",
+    async (withGroup) => {
+      const user = uid("replay");
+      // Equal event times: the later-processed identify wins, so a re-applied replay would show.
+      const first = {
+        batch: [
+          { type: "identify", userId: user, messageId: mid(), timestamp: iso(T0), traits: { plan: "a", seats: 1 } },
+          { type: "track", userId: user, messageId: mid(), event: "Ordered", timestamp: iso(T0) },
+          ...(withGroup ? [{ type: "group", userId: user, messageId: mid(), groupId: "g-replay", timestamp: iso(T0) }] : []),
+        ],
+      };
+      expect204(await ingest(t, "batch", first));
+      expect204(await ingest(t, "identify", { userId: user, messageId: mid(), timestamp: iso(T0), traits: { plan: "b" } }));
+      expect((await getUser(t, user)).body.traits).toEqual({ plan: "b", seats: 1 });
 
-    expect204(await ingest(t, "/v1/batch", first));
-    await Promise.all(Array.from({ length: 4 }, () => ingest(t, "batch", first).then(expect204)));
-    const events = await listEvents(t, { userId: user });
-    expect(events).toHaveLength(first.batch.length + 1);
-    expect((await getUser(t, user)).body.traits).toEqual({ plan: "b", seats: 1 });
-  });
+      expect204(await ingest(t, "/v1/batch", first));
+      await Promise.all(Array.from({ length: 4 }, () => ingest(t, "batch", first).then(expect204)));
+      const events = await listEvents(t, { userId: user });
+      expect(events).toHaveLength(first.batch.length + 1);
+      expect((await getUser(t, user)).body.traits).toEqual({ plan: "b", seats: 1 });
+    },
+  );
 
   it("the same messageId twice in one batch is stored once", async () => {
     const user = uid("twice");
@@ -81,7 +84,14 @@ describe("event time", () => {
     const user = uid("bskew");
     const device = Date.now() + 3_600_000;
     const a = { type: "track", userId: user, messageId: mid(), event: "A", originalTimestamp: iso(device - 5_000) };
-    const b = { type: "track", userId: user, messageId: mid(), event: "B", originalTimestamp: iso(device - 5_000), sentAt: iso(device - 2_000) };
+    const b = {
+      type: "track",
+      userId: user,
+      messageId: mid(),
+      event: "B",
+      originalTimestamp: iso(device - 5_000),
+      sentAt: iso(device - 2_000),
+    };
     expect204(await ingest(t, "batch", { sentAt: iso(device), batch: [a, b] }));
     const sa = await storedOne(a.messageId, user);
     const sb = await storedOne(b.messageId, user);
@@ -169,7 +179,9 @@ describe("identity linking", () => {
     expect204(await ingest(t, "page", { anonymousId: anon, name: "Pricing", timestamp: iso(T0) }));
     expect204(await ingest(t, "track", { anonymousId: anon, event: "Viewed Plan", timestamp: iso(T0 + 1000) }));
     expect204(await ingest(t, "identify", { anonymousId: anon, timestamp: iso(T0 + 1500), traits: { referrer: "ad", plan: "trial" } }));
-    expect204(await ingest(t, "identify", { anonymousId: anon, userId: user, timestamp: iso(T0 + 2000), traits: { email: "a@x.io", plan: "pro" } }));
+    expect204(
+      await ingest(t, "identify", { anonymousId: anon, userId: user, timestamp: iso(T0 + 2000), traits: { email: "a@x.io", plan: "pro" } }),
+    );
 
     const res = await getUser(t, user);
     expect(res.status).toBe(200);
@@ -239,7 +251,9 @@ describe("groups", () => {
       { groupId: g1, traits: { name: "Acme", tier: "gold", size: 50 }, joinedAt: T0 + 10 },
       { groupId: "g-second", traits: {}, joinedAt: T0 + 20 },
     ]);
-    expect((await getUser(t, other)).body.groups).toEqual([{ groupId: g1, traits: { name: "Acme", tier: "gold", size: 50 }, joinedAt: T0 }]);
+    expect((await getUser(t, other)).body.groups).toEqual([
+      { groupId: g1, traits: { name: "Acme", tier: "gold", size: 50 }, joinedAt: T0 },
+    ]);
     // group does not touch user traits
     expect(res.body.traits).toEqual({});
   });

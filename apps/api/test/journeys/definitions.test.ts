@@ -22,7 +22,11 @@ let vip: string;
 let tpl: string;
 beforeAll(async () => {
   t = await createTestApp();
-  [seg, vip, tpl] = await Promise.all([insertSegment(t, t.workspace.id), insertSegment(t, t.workspace.id), insertTemplate(t, t.workspace.id)]);
+  [seg, vip, tpl] = await Promise.all([
+    insertSegment(t, t.workspace.id),
+    insertSegment(t, t.workspace.id),
+    insertTemplate(t, t.workspace.id),
+  ]);
 });
 afterAll(async () => {
   await t.close();
@@ -105,7 +109,13 @@ describe("compiling a draft", () => {
     expect(res.body.definition).toEqual({
       entryNode: { type: "EventEntryNode", event: "Signed Up", child: "wait" },
       nodes: [
-        { id: "wait", type: "WaitForNode", segmentChildren: [{ segmentId: vip, child: "ab" }], timeoutSeconds: 600, timeoutChild: "ExitNode" },
+        {
+          id: "wait",
+          type: "WaitForNode",
+          segmentChildren: [{ segmentId: vip, child: "ab" }],
+          timeoutSeconds: 600,
+          timeoutChild: "ExitNode",
+        },
         {
           id: "ab",
           type: "RandomCohortNode",
@@ -115,7 +125,12 @@ describe("compiling a draft", () => {
           ],
         },
         { id: "morning", type: "DelayNode", variant: { type: "LocalTime", hour: 9, minute: 0 }, child: "ExitNode" },
-        { id: "before", type: "DelayNode", variant: { type: "UserProperty", userProperty: "trial.endsAt", offsetSeconds: -86400 }, child: "ExitNode" },
+        {
+          id: "before",
+          type: "DelayNode",
+          variant: { type: "UserProperty", userProperty: "trial.endsAt", offsetSeconds: -86400 },
+          child: "ExitNode",
+        },
       ],
       exitNode: { type: "ExitNode", id: "ExitNode" },
     });
@@ -234,7 +249,12 @@ describe("compiling each kind of step", () => {
         },
         { id: "msg", type: "MessageNode", channel: "Email", templateId: tpl, subscriptionGroupId: group, child: "renewal" },
         { id: "msg-2", type: "MessageNode", channel: "Email", templateId: tpl, child: "pause" },
-        { id: "renewal", type: "DelayNode", variant: { type: "UserProperty", userProperty: "plan.renewsAt", offsetSeconds: 0 }, child: "ExitNode" },
+        {
+          id: "renewal",
+          type: "DelayNode",
+          variant: { type: "UserProperty", userProperty: "plan.renewsAt", offsetSeconds: 0 },
+          child: "ExitNode",
+        },
         { id: "pause", type: "DelayNode", variant: { type: "Second", seconds: 30 }, child: "ExitNode" },
       ],
       exitNode: { type: "ExitNode", id: "ExitNode" },
@@ -350,7 +370,10 @@ describe("validating a definition", () => {
     ],
     [
       "a node the entry cannot reach",
-      () => ({ ...base(), nodes: [...base().nodes, { id: "lost", type: "DelayNode", variant: { type: "Second", seconds: 1 }, child: "ExitNode" }] }),
+      () => ({
+        ...base(),
+        nodes: [...base().nodes, { id: "lost", type: "DelayNode", variant: { type: "Second", seconds: 1 }, child: "ExitNode" }],
+      }),
       [issue("definition.nodes.1", 'node "lost" cannot be reached')],
     ],
     [
@@ -363,7 +386,16 @@ describe("validating a definition", () => {
       () => ({
         ...base(),
         entryNode: { type: "EntryNode", segment: seg, child: "ab" },
-        nodes: [{ id: "ab", type: "RandomCohortNode", children: [{ percent: 60, child: "ExitNode" }, { percent: 30, child: "ExitNode" }] }],
+        nodes: [
+          {
+            id: "ab",
+            type: "RandomCohortNode",
+            children: [
+              { percent: 60, child: "ExitNode" },
+              { percent: 30, child: "ExitNode" },
+            ],
+          },
+        ],
       }),
       [issue("definition.nodes.0.children", "percents add up to 90, not 100")],
     ],
@@ -390,10 +422,20 @@ describe("validating a definition", () => {
         entryNode: { type: "EntryNode", segment: seg, child: "m1" },
         nodes: [
           { id: "m1", type: "MessageNode", channel: "Email", templateId: tpl, subscriptionGroupId: randomUUID(), child: "m2" },
-          { id: "m2", type: "MessageNode", channel: "Email", templateId: tpl, subscriptionGroupId: await insertGroup(t, t.workspace.id, "Sms"), child: "ExitNode" },
+          {
+            id: "m2",
+            type: "MessageNode",
+            channel: "Email",
+            templateId: tpl,
+            subscriptionGroupId: await insertGroup(t, t.workspace.id, "Sms"),
+            child: "ExitNode",
+          },
         ],
       }),
-      [issue("definition.nodes.0.subscriptionGroupId", "no subscription group"), issue("definition.nodes.1.subscriptionGroupId", "is for Sms")],
+      [
+        issue("definition.nodes.0.subscriptionGroupId", "no subscription group"),
+        issue("definition.nodes.1.subscriptionGroupId", "is for Sms"),
+      ],
     ],
     [
       "a split or wait segment that does not exist",
@@ -402,7 +444,13 @@ describe("validating a definition", () => {
         entryNode: { type: "EntryNode", segment: seg, child: "s" },
         nodes: [
           { id: "s", type: "SegmentSplitNode", segment: randomUUID(), trueChild: "w", falseChild: "ExitNode" },
-          { id: "w", type: "WaitForNode", segmentChildren: [{ segmentId: randomUUID(), child: "ExitNode" }], timeoutSeconds: 60, timeoutChild: "ExitNode" },
+          {
+            id: "w",
+            type: "WaitForNode",
+            segmentChildren: [{ segmentId: randomUUID(), child: "ExitNode" }],
+            timeoutSeconds: 60,
+            timeoutChild: "ExitNode",
+          },
         ],
       }),
       [issue("definition.nodes.0.segment", "no segment"), issue("definition.nodes.1.segmentChildren.0.segmentId", "no segment")],
@@ -419,7 +467,13 @@ describe("validating a definition", () => {
             timeoutSeconds: 60,
             timeoutChild: "ExitNode",
           },
-          { id: "d", type: "DelayNode", variant: { type: "Second", seconds: 5, jitterSeconds: 1 }, child: "ExitNode", position: { x: 1, y: 2 } },
+          {
+            id: "d",
+            type: "DelayNode",
+            variant: { type: "Second", seconds: 5, jitterSeconds: 1 },
+            child: "ExitNode",
+            position: { x: 1, y: 2 },
+          },
         ],
         exitNode: { type: "ExitNode", label: "done" },
       }),

@@ -11,8 +11,7 @@ export async function insertSegment(t: TestApp, workspaceId: string, name = `seg
 }
 
 export async function insertTemplate(t: TestApp, workspaceId: string, type: "Email" | "Sms" = "Email") {
-  const definition =
-    type === "Email" ? { type, from: "a@example.com", subject: "Hi", body: "Hello {{ user.id }}" } : { type, body: "Hi" };
+  const definition = type === "Email" ? { type, from: "a@example.com", subject: "Hi", body: "Hello {{ user.id }}" } : { type, body: "Hi" };
   const row = await t.ctx.db.prisma.messageTemplate.create({ data: { workspaceId, name: `tpl-${randomUUID()}`, definition } });
   return row.id;
 }
@@ -82,5 +81,4 @@ export function putJourney(t: TestApp, body: Record<string, unknown>, key = t.wo
   });
 }
 
-export const issuePaths = (res: { body: { error?: { issues?: { path: string }[] } } }) =>
-  (res.body.error?.issues ?? []).map((i) => i.path);
+export const issuePaths = (res: { body: { error?: { issues?: { path: string }[] } } }) => (res.body.error?.issues ?? []).map((i) => i.path);

@@ -82,7 +82,11 @@ describe("PUT /api/admin/journeys", () => {
   });
 
   it("validates the body against the schema", async () => {
-    const res = await putJourney(t, { id: "not-a-uuid", status: "Finished", draft: { nodes: [{ id: "x", data: { type: "Nope" } }], edges: [] } });
+    const res = await putJourney(t, {
+      id: "not-a-uuid",
+      status: "Finished",
+      draft: { nodes: [{ id: "x", data: { type: "Nope" } }], edges: [] },
+    });
     expect(res.status).toBe(400);
     expect(issuePaths(res)).toEqual(expect.arrayContaining(["id", "status", "draft.nodes.0.data.type"]));
   });
@@ -100,7 +104,9 @@ describe("status", () => {
     expect(resumed.body.status).toBe("Running");
     const again = await putJourney(t, { id, name, status: "NotStarted" });
     expect(again.status).toBe(400);
-    expect((await request(t.url, "GET", `/api/admin/journeys/${id}`, { headers: bearer(t.workspace.adminKey) })).body.status).toBe("Running");
+    expect((await request(t.url, "GET", `/api/admin/journeys/${id}`, { headers: bearer(t.workspace.adminKey) })).body.status).toBe(
+      "Running",
+    );
   });
 
   it("a journey that has not started cannot be paused", async () => {
@@ -129,7 +135,9 @@ describe("status", () => {
     await t.ctx.db.prisma.messageTemplate.delete({ where: { workspaceId_id: { workspaceId: t.workspace.id, id: tpl } } });
     const res = await putJourney(t, { id, name, status: "Running" });
     expect(res.status).toBe(400);
-    expect(res.body.error.issues).toEqual([{ path: "definition.nodes.0.templateId", message: `no message template ${tpl} in this workspace` }]);
+    expect(res.body.error.issues).toEqual([
+      { path: "definition.nodes.0.templateId", message: `no message template ${tpl} in this workspace` },
+    ]);
   });
 
   it("an incomplete draft drops the definition of a journey not started, a started one keeps it", async () => {

@@ -23,7 +23,16 @@ const emailTemplate = { type: "Email", from: "a@example.com", subject: "Hi", bod
 /** entry segment → message (template, subscription group) → exit. */
 const definition = (ids: { seg: string; tpl: string; grp?: string }) => ({
   entryNode: { type: "EntryNode", segment: ids.seg, child: "m" },
-  nodes: [{ id: "m", type: "MessageNode", channel: "Email", templateId: ids.tpl, ...(ids.grp ? { subscriptionGroupId: ids.grp } : {}), child: "ExitNode" }],
+  nodes: [
+    {
+      id: "m",
+      type: "MessageNode",
+      channel: "Email",
+      templateId: ids.tpl,
+      ...(ids.grp ? { subscriptionGroupId: ids.grp } : {}),
+      child: "ExitNode",
+    },
+  ],
   exitNode: { type: "ExitNode" },
 });
 
@@ -93,14 +102,22 @@ describe("a running journey's resources", () => {
       expect(res.status, what).toBe(409);
       expect(res.body.error).toMatchObject({ code: "CONFLICT", message });
     }
-    const template = await t.ctx.db.prisma.messageTemplate.findUniqueOrThrow({ where: { workspaceId_id: { workspaceId: t.workspace.id, id: ids.tpl } } });
+    const template = await t.ctx.db.prisma.messageTemplate.findUniqueOrThrow({
+      where: { workspaceId_id: { workspaceId: t.workspace.id, id: ids.tpl } },
+    });
     expect((template.definition as { type: string }).type).toBe("Email");
     expect((await t.ctx.db.prisma.subscriptionGroup.findFirstOrThrow({ where: { id: ids.grp } })).channel).toBe("Email");
 
     // What the journey can still send is fine: new content on the same channel, a renamed group, another type of group.
-    const content = await put("/api/admin/content/templates", { id: ids.tpl, name: tplName, definition: { ...emailTemplate, subject: "Hello again" } });
+    const content = await put("/api/admin/content/templates", {
+      id: ids.tpl,
+      name: tplName,
+      definition: { ...emailTemplate, subject: "Hello again" },
+    });
     expect(content.status).toBe(200);
-    expect((await put("/api/admin/subscription-groups", { id: ids.grp, name: `${grpName}-renamed`, channel: "Email", type: "OptIn" })).status).toBe(200);
+    expect(
+      (await put("/api/admin/subscription-groups", { id: ids.grp, name: `${grpName}-renamed`, channel: "Email", type: "OptIn" })).status,
+    ).toBe(200);
 
     // Paused, the journey holds nothing: the changes go through, and resuming says what no longer fits.
     expect((await putJourney(t, { id: j.id, name: j.name, status: "Paused" })).status).toBe(200);
@@ -118,7 +135,9 @@ describe("a running journey's resources", () => {
     const draftOnly = await put("/api/admin/content/templates", { name: `draft-${randomUUID()}`, draft: emailTemplate });
     const res = await putJourney(t, { definition: definition({ ...ids, tpl: draftOnly.body.id }), status: "Running" });
     expect(res.status).toBe(400);
-    expect(res.body.error.issues).toEqual([{ path: "definition.nodes.0.templateId", message: expect.stringContaining("has no definition") }]);
+    expect(res.body.error.issues).toEqual([
+      { path: "definition.nodes.0.templateId", message: expect.stringContaining("has no definition") },
+    ]);
     // Not started, it may refer to a template still in the works.
     expect((await putJourney(t, { definition: definition({ ...ids, tpl: draftOnly.body.id }) })).status).toBe(200);
   });
@@ -130,7 +149,11 @@ describe("a running journey's resources", () => {
     expect((await del(`/api/admin/content/templates/${ids.tpl}`)).status).toBe(204);
     expect((await del(`/api/admin/subscription-groups/${ids.grp}`)).status).toBe(204);
     const lone = await resources();
-    for (const path of [`/api/admin/segments/${lone.seg}`, `/api/admin/content/templates/${lone.tpl}`, `/api/admin/subscription-groups/${lone.grp}`]) {
+    for (const path of [
+      `/api/admin/segments/${lone.seg}`,
+      `/api/admin/content/templates/${lone.tpl}`,
+      `/api/admin/subscription-groups/${lone.grp}`,
+    ]) {
       expect((await del(path)).status, path).toBe(204);
       expect((await del(path)).status, path).toBe(404);
     }
@@ -157,7 +180,10 @@ describe("races between a start and a delete or a change", () => {
       // Exactly one wins: a start then a refused delete, or a delete then a refused start.
       expect(["start 200, delete 409", "start 400, delete 204"], `round ${round}`).toContain(outcome);
       if (start.status === 200) expect(remove.body.error.message).toContain(j.name);
-      else expect(start.body.error.issues).toEqual([{ path: "definition.entryNode.segment", message: `no segment ${ids.seg} in this workspace` }]);
+      else
+        expect(start.body.error.issues).toEqual([
+          { path: "definition.entryNode.segment", message: `no segment ${ids.seg} in this workspace` },
+        ]);
       const stored = await t.ctx.db.prisma.journey.findFirstOrThrow({ where: { id: j.id } });
       const segment = await t.ctx.db.prisma.segment.findFirst({ where: { id: ids.seg } });
       expect(stored.status === "Running" && segment === null, `round ${round}: running journey without its segment`).toBe(false);

@@ -86,7 +86,10 @@ describe("a stored secret that cannot be decrypted", () => {
     expect(created.status).toBe(200);
     // Sealed under a key this server does not have (a start with another key before the check existed).
     const foreign = new SecretBox(KEY_C).seal(JSON.stringify({ password: "x" }), `channel_providers/${t.workspace.id}/${created.body.id}`);
-    await t.ctx.db.prisma.channelProvider.update({ where: { workspaceId_id: { workspaceId: t.workspace.id, id: created.body.id } }, data: { secrets: foreign } });
+    await t.ctx.db.prisma.channelProvider.update({
+      where: { workspaceId_id: { workspaceId: t.workspace.id, id: created.body.id } },
+      data: { secrets: foreign },
+    });
 
     for (const path of ["/api/admin/providers", `/api/admin/providers/${created.body.id}`]) {
       const res = await request(t.url, "GET", path, { headers });
@@ -97,11 +100,17 @@ describe("a stored secret that cannot be decrypted", () => {
     }
 
     // Keeping the unreadable value is not possible: the mask no longer matches anything.
-    const masked = await request(t.url, "PUT", "/api/admin/providers", { headers, body: { channel: "Email", type: "Smtp", config: { password: "••••LAST" } } });
+    const masked = await request(t.url, "PUT", "/api/admin/providers", {
+      headers,
+      body: { channel: "Email", type: "Smtp", config: { password: "••••LAST" } },
+    });
     expect(masked.status).toBe(400);
     expect(masked.body.error.issues).toEqual([expect.objectContaining({ path: "config.password" })]);
 
-    const replaced = await request(t.url, "PUT", "/api/admin/providers", { headers, body: { channel: "Email", type: "Smtp", config: { password: "new-password-0123456789-NEW1" } } });
+    const replaced = await request(t.url, "PUT", "/api/admin/providers", {
+      headers,
+      body: { channel: "Email", type: "Smtp", config: { password: "new-password-0123456789-NEW1" } },
+    });
     expect(replaced.status, replaced.text).toBe(200);
     expect(replaced.body.secretsUnreadable).toBeUndefined();
     expect(replaced.body.config).toEqual({ ...smtp, password: "••••NEW1" });

@@ -1,9 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  signUnsubscribeToken,
-  unsubscribeUrl,
-  verifyUnsubscribeToken,
-} from "../../src/messaging/unsubscribe-token.ts";
+import { signUnsubscribeToken, unsubscribeUrl, verifyUnsubscribeToken } from "../../src/messaging/unsubscribe-token.ts";
 
 const KEY = "test-secret-key-0123456789abcdef0123456789";
 const subject = { workspaceId: "5f0c6c2e-0a51-4c7e-9a55-2f3f1d6f8a01", userId: "user-1" };

@@ -14,10 +14,7 @@ import { request } from "../support/http.ts";
 type Doc = {
   openapi: string;
   info: { description: string; version: string };
-  paths: Record<
-    string,
-    Record<string, { operationId: string; responses: Record<string, { description: string; content?: unknown }> }>
-  >;
+  paths: Record<string, Record<string, { operationId: string; responses: Record<string, { description: string; content?: unknown }> }>>;
 };
 
 let t: TestApp;

@@ -29,7 +29,9 @@ afterAll(async () => {
 });
 
 describe("crash safety", () => {
-  it("keeps every acknowledged event across a SIGKILL of the server and its PostgreSQL, then shuts down cleanly", { timeout: 60_000 }, async () => {
+  it("keeps every acknowledged event across a SIGKILL of the server and its PostgreSQL, then shuts down cleanly", {
+    timeout: 60_000,
+  }, async () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), "tidings-crash-"));
     const first = await startServer(dataDir);
     const creds = await readCredentials(dataDir);
@@ -69,7 +71,9 @@ describe("crash safety", () => {
     await waitGone(secondPostmaster);
   });
 
-  it("a server killed alone does not leave its PostgreSQL running: the next start finds the data directory free", { timeout: 60_000 }, async () => {
+  it("a server killed alone does not leave its PostgreSQL running: the next start finds the data directory free", {
+    timeout: 60_000,
+  }, async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "tidings-orphan-"));
     try {
       const first = await startServer(dir);

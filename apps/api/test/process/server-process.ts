@@ -49,7 +49,10 @@ export async function startServer(dir: string): Promise<ServerProcess> {
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start:\n${log}`);
     if (Date.now() > deadline) throw new Error(`server not ready after 40 s:\n${log}`);
-    const ready = await fetch(`${url}/health/ready`).then((r) => r.ok, () => false);
+    const ready = await fetch(`${url}/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) return { child, url, output: () => log, exited };
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -106,7 +109,13 @@ export function startLoad(server: ServerProcess, writeKey: string, tag: string, 
   const client = async (loop: number) => {
     for (let n = 0; !stopping; n++) {
       const ids = Array.from({ length: BATCH }, (_, i) => `${tag}-${loop}-${n}-${i}`);
-      const batch = ids.map((messageId, i) => ({ type: "track", userId: `u-${loop}`, event: "Load Test", messageId, properties: { n, i } }));
+      const batch = ids.map((messageId, i) => ({
+        type: "track",
+        userId: `u-${loop}`,
+        event: "Load Test",
+        messageId,
+        properties: { n, i },
+      }));
       try {
         const res = await fetch(`${server.url}/v1/batch`, {
           method: "POST",

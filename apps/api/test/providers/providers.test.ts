@@ -81,7 +81,10 @@ describe("PUT /api/admin/providers", () => {
     expect(missing.body.error.issues[0].path).toBe("config.authToken");
 
     const token = "twilio-auth-token-abcdef-9876";
-    const created = await put({ channel: "Sms", type: "Twilio", config: { accountSid: "AC123", authToken: token, fromNumber: "+15550001" } }, w);
+    const created = await put(
+      { channel: "Sms", type: "Twilio", config: { accountSid: "AC123", authToken: token, fromNumber: "+15550001" } },
+      w,
+    );
     expect(created.status).toBe(200);
     expect(created.body.config).toEqual({ accountSid: "AC123", fromNumber: "+15550001", authToken: "••••9876" });
 
@@ -98,8 +101,18 @@ describe("PUT /api/admin/providers", () => {
     const serviceAccountJson = JSON.stringify({ client_email: "x@p.iam.test", private_key: "-----BEGIN PRIVATE KEY-----abc" });
     const cases = [
       { channel: "Email", type: "Log", config: {}, masked: {} },
-      { channel: "Sms", type: "Twilio", config: { accountSid: "AC1", authToken: "tok", messagingServiceSid: "MG1", baseUrl: "http://127.0.0.1:9/twilio" }, masked: { authToken: "••••" } },
-      { channel: "MobilePush", type: "Fcm", config: { projectId: "p1", serviceAccountJson }, masked: { serviceAccountJson: `••••${serviceAccountJson.slice(-4)}` } },
+      {
+        channel: "Sms",
+        type: "Twilio",
+        config: { accountSid: "AC1", authToken: "tok", messagingServiceSid: "MG1", baseUrl: "http://127.0.0.1:9/twilio" },
+        masked: { authToken: "••••" },
+      },
+      {
+        channel: "MobilePush",
+        type: "Fcm",
+        config: { projectId: "p1", serviceAccountJson },
+        masked: { serviceAccountJson: `••••${serviceAccountJson.slice(-4)}` },
+      },
       { channel: "Webhook", type: "Webhook", config: { signingSecret: "whsec-0123456789abcdef" }, masked: { signingSecret: "••••cdef" } },
     ];
     for (const c of cases) {
@@ -108,7 +121,10 @@ describe("PUT /api/admin/providers", () => {
       const plain = Object.fromEntries(Object.entries(c.config).filter(([k]) => !(k in c.masked)));
       expect(res.body.config).toEqual({ ...plain, ...c.masked });
     }
-    const expo = await put({ channel: "MobilePush", type: "Expo", config: { accessToken: "expo-token-0123456789", baseUrl: "https://exp.test" } }, w);
+    const expo = await put(
+      { channel: "MobilePush", type: "Expo", config: { accessToken: "expo-token-0123456789", baseUrl: "https://exp.test" } },
+      w,
+    );
     expect(expo.body).toMatchObject({ type: "Expo", config: { accessToken: "••••6789", baseUrl: "https://exp.test" } });
   });
 

@@ -21,8 +21,7 @@ const put = (body: Record<string, unknown>) =>
 let n = 0;
 const putDefinition = (definition: unknown) => put({ name: `def-${n++}`, definition });
 
-const issuePaths = (res: { body: { error?: { issues?: { path: string }[] } } }) =>
-  (res.body.error?.issues ?? []).map((i) => i.path);
+const issuePaths = (res: { body: { error?: { issues?: { path: string }[] } } }) => (res.body.error?.issues ?? []).map((i) => i.path);
 
 describe("PUT /api/admin/segments definitions", () => {
   it("accepts the interface-spec example and answers with every response field", async () => {
@@ -103,7 +102,11 @@ describe("PUT /api/admin/segments definitions", () => {
       { type: "RandomBucket", id: "bucket", percent: 0.25 },
       { type: "Manual", id: "manual" },
     ];
-    const entryNode = { type: "And", id: "root", children: nodes.map((x) => x.id).filter((id) => id !== "everyone" && id !== "sub" && id !== "bucket") };
+    const entryNode = {
+      type: "And",
+      id: "root",
+      children: nodes.map((x) => x.id).filter((id) => id !== "everyone" && id !== "sub" && id !== "bucket"),
+    };
     const res = await putDefinition({ entryNode, nodes });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const withDefaults = nodes.map((x) => (x.id === "performed-defaults" ? { ...x, times: 1, timesOperator: ">=" } : x));
@@ -115,7 +118,10 @@ describe("PUT /api/admin/segments definitions", () => {
   it("rejects an unknown node type with the path of its type", async () => {
     const res = await putDefinition({
       entryNode: { type: "Everyone", id: "e" },
-      nodes: [{ type: "Everyone", id: "x" }, { type: "Teleport", id: "y" }],
+      nodes: [
+        { type: "Everyone", id: "x" },
+        { type: "Teleport", id: "y" },
+      ],
     });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("VALIDATION_FAILED");
@@ -157,9 +163,7 @@ describe("PUT /api/admin/segments definitions", () => {
     });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("VALIDATION_FAILED");
-    expect(res.body.error.issues).toEqual([
-      { path: "definition.nodes.1.within_seconds", message: 'unknown field "within_seconds"' },
-    ]);
+    expect(res.body.error.issues).toEqual([{ path: "definition.nodes.1.within_seconds", message: 'unknown field "within_seconds"' }]);
     const list = await request(t.url, "GET", "/api/admin/segments?limit=500", { headers: bearer(t.workspace.adminKey) });
     expect(list.body.items.map((s: { name: string }) => s.name)).not.toContain(name);
   });

@@ -59,7 +59,10 @@ const routes: Route[] = [
     name: "PUT /api/admin/segments/:id/members",
     method: "PUT",
     byId: true,
-    build: (id, ws) => ({ path: `/api/admin/segments/${id}/members`, body: { ...(ws ? { workspaceId: ws } : {}), remove: ["b-user"], add: ["x"] } }),
+    build: (id, ws) => ({
+      path: `/api/admin/segments/${id}/members`,
+      body: { ...(ws ? { workspaceId: ws } : {}), remove: ["b-user"], add: ["x"] },
+    }),
   },
   {
     name: "GET /api/admin/segments/:id/users",

@@ -234,7 +234,11 @@ describe("GET and DELETE /api/admin/segments/:id", () => {
         body: {
           name: "Onboarding",
           status,
-          definition: { entryNode: { type: "EntryNode", segment: seg.body.id, child: "ExitNode" }, nodes: [], exitNode: { type: "ExitNode" } },
+          definition: {
+            entryNode: { type: "EntryNode", segment: seg.body.id, child: "ExitNode" },
+            nodes: [],
+            exitNode: { type: "ExitNode" },
+          },
         },
       });
     expect((await journey("Running")).status).toBe(200);

@@ -65,9 +65,7 @@ async function expectBUntouched() {
   expect(res.status).toBe(200);
   expect(res.body).toEqual(groupB);
   const assignments = await request(t.url, "GET", `${base}/${groupB.id}/assignments`, { headers: bearer(b.adminKey) });
-  expect(assignments.body.items.map((x: { userId: string; subscribed: boolean }) => [x.userId, x.subscribed])).toEqual([
-    ["b-user", true],
-  ]);
+  expect(assignments.body.items.map((x: { userId: string; subscribed: boolean }) => [x.userId, x.subscribed])).toEqual([["b-user", true]]);
   const list = await request(t.url, "GET", base, { headers: bearer(b.adminKey) });
   expect(list.body.items.map((g: { name: string }) => g.name)).toEqual(["Theirs"]);
 }

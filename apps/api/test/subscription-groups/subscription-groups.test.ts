@@ -143,7 +143,11 @@ describe("DELETE /api/admin/subscription-groups/:id", () => {
   it("409 while a running journey uses the group", async () => {
     const g = await put({ name: "Journey group", channel: "Email", type: "OptIn" });
     const template = await t.ctx.db.prisma.messageTemplate.create({
-      data: { workspaceId: t.workspace.id, name: "welcome", definition: { type: "Email", from: "a@example.com", subject: "Hi", body: "Hello" } },
+      data: {
+        workspaceId: t.workspace.id,
+        name: "welcome",
+        definition: { type: "Email", from: "a@example.com", subject: "Hi", body: "Hello" },
+      },
     });
     const journey = await request(t.url, "PUT", "/api/admin/journeys", {
       headers: admin(),
@@ -152,7 +156,9 @@ describe("DELETE /api/admin/subscription-groups/:id", () => {
         status: "Running",
         definition: {
           entryNode: { type: "EventEntryNode", event: "Signed Up", child: "m" },
-          nodes: [{ type: "MessageNode", id: "m", channel: "Email", templateId: template.id, subscriptionGroupId: g.body.id, child: "ExitNode" }],
+          nodes: [
+            { type: "MessageNode", id: "m", channel: "Email", templateId: template.id, subscriptionGroupId: g.body.id, child: "ExitNode" },
+          ],
           exitNode: { type: "ExitNode" },
         },
       },

@@ -46,10 +46,10 @@ export default async function setup(project: TestProject) {
   project.provide("templateDb", TEMPLATE_DB);
 
   return async () => {
-    const { rows } = await admin.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE datname LIKE $1 OR datname = $2`,
-      [`tidings_test_${process.pid}_%`, TEMPLATE_DB],
-    );
+    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1 OR datname = $2`, [
+      `tidings_test_${process.pid}_%`,
+      TEMPLATE_DB,
+    ]);
     for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {});
     await admin.end();
     await stopEmbedded?.();

@@ -30,7 +30,13 @@ describe("POST /api/admin/content/templates/render", () => {
     const { port } = new URL(t.url);
     const text = await new Promise<string>((resolve, reject) => {
       const req = http.request(
-        { host: "127.0.0.1", port, method: "POST", path: `${PATH}/render`, headers: { ...admin(), host: "evil.example", "content-type": "application/json" } },
+        {
+          host: "127.0.0.1",
+          port,
+          method: "POST",
+          path: `${PATH}/render`,
+          headers: { ...admin(), host: "evil.example", "content-type": "application/json" },
+        },
         (res) => {
           let out = "";
           res.on("data", (d) => (out += d));
@@ -40,7 +46,9 @@ describe("POST /api/admin/content/templates/render", () => {
       req.on("error", reject);
       req.end(body);
     });
-    expect(JSON.parse(text).rendered.body).toMatch(new RegExp(`^${PUBLIC_URL.replace(/\./g, "\\.")}/api/public/subscriptions/unsubscribe\\?token=`));
+    expect(JSON.parse(text).rendered.body).toMatch(
+      new RegExp(`^${PUBLIC_URL.replace(/\./g, "\\.")}/api/public/subscriptions/unsubscribe\\?token=`),
+    );
   });
 
   it("renders a stored template for an identified user (templateId + userId)", async () => {
@@ -53,7 +61,7 @@ describe("POST /api/admin/content/templates/render", () => {
           type: "Email",
           from: "Acme <hello@acme.test>",
           subject: "Welcome {{ user.firstName | upcase }} ({{ user.id }})",
-          body: "Plan {{ user.plan }} in {{ workspace.name }}. <a href=\"{{ unsubscribe_url }}\">Unsubscribe</a>",
+          body: 'Plan {{ user.plan }} in {{ workspace.name }}. <a href="{{ unsubscribe_url }}">Unsubscribe</a>',
           headers: { "X-User": "{{ user.email }}" },
         },
         draft: { type: "Sms", body: "Draft for {{ user.firstName }}" },
@@ -112,7 +120,11 @@ describe("POST /api/admin/content/templates/render", () => {
     const group = await t.ctx.db.prisma.subscriptionGroup.create({
       data: { workspaceId: t.workspace.id, name: "newsletter", channel: "Email", type: "OptOut" },
     });
-    const res = await render({ definition: { type: "Sms", body: "{{ unsubscribe_url }}" }, user: { id: "u1" }, subscriptionGroupId: group.id });
+    const res = await render({
+      definition: { type: "Sms", body: "{{ unsubscribe_url }}" },
+      user: { id: "u1" },
+      subscriptionGroupId: group.id,
+    });
     expect(res.status).toBe(200);
     const token = new URL(res.body.rendered.body).searchParams.get("token")!;
     expect(verifyUnsubscribeToken(t.ctx.config.secretKey!, token)).toMatchObject({
@@ -132,7 +144,10 @@ describe("POST /api/admin/content/templates/render", () => {
   });
 
   it("answers 400 when the template has no such version", async () => {
-    const stored = await request(t.url, "PUT", PATH, { headers: admin(), body: { workspaceId: t.workspace.id, name: "draft-only", draft: { type: "Sms", body: "x" } } });
+    const stored = await request(t.url, "PUT", PATH, {
+      headers: admin(),
+      body: { workspaceId: t.workspace.id, name: "draft-only", draft: { type: "Sms", body: "x" } },
+    });
     const res = await render({ templateId: stored.body.id, user: { id: "u1" } });
     expect(res.status).toBe(400);
     expect(res.body.error.issues[0].path).toBe("source");

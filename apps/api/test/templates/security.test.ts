@@ -16,7 +16,10 @@ beforeAll(async () => {
   t = await createTestApp();
   a = t.workspace;
   b = await t.newWorkspace();
-  const res = await request(t.url, "PUT", PATH, { headers: bearer(b.adminKey), body: { workspaceId: b.id, name: "b-template", definition } });
+  const res = await request(t.url, "PUT", PATH, {
+    headers: bearer(b.adminKey),
+    body: { workspaceId: b.id, name: "b-template", definition },
+  });
   bTemplateId = res.body.id;
 });
 afterAll(async () => {

@@ -17,7 +17,13 @@ const put = (body: Record<string, unknown>, w: TestWorkspace = ws) =>
   request(t.url, "PUT", PATH, { headers: bearer(w.adminKey), body: { workspaceId: w.id, ...body } });
 
 const definitions = {
-  MobilePush: { type: "MobilePush", title: "Hi {{ user.firstName }}", body: "Your cart misses you", imageUrl: "https://img.test/x.png", data: { screen: "cart", uid: "{{ user.id }}" } },
+  MobilePush: {
+    type: "MobilePush",
+    title: "Hi {{ user.firstName }}",
+    body: "Your cart misses you",
+    imageUrl: "https://img.test/x.png",
+    data: { screen: "cart", uid: "{{ user.id }}" },
+  },
   Email: {
     type: "Email",
     from: "Acme <hello@acme.test>",
@@ -29,7 +35,13 @@ const definitions = {
     headers: { "X-Campaign": "welcome" },
   },
   Sms: { type: "Sms", body: "Code {{ event.properties.code }}" },
-  Webhook: { type: "Webhook", url: "https://hooks.test/{{ user.id }}", method: "POST", headers: { "X-Id": "{{ user.id }}" }, body: '{"id":"{{ user.id }}"}' },
+  Webhook: {
+    type: "Webhook",
+    url: "https://hooks.test/{{ user.id }}",
+    method: "POST",
+    headers: { "X-Id": "{{ user.id }}" },
+    body: '{"id":"{{ user.id }}"}',
+  },
 } as const;
 
 describe("PUT /api/admin/content/templates", () => {
@@ -191,13 +203,19 @@ describe("GET and DELETE /api/admin/content/templates", () => {
 
   it("refuses to delete a template a running journey uses (409)", async () => {
     const created = await put({ name: "in-use", definition: definitions.Sms }, listWs);
-    const segment = await t.ctx.db.prisma.segment.create({ data: { workspaceId: listWs.id, name: "everyone", definition: { entryNode: { type: "Everyone", id: "e" }, nodes: [] } } });
+    const segment = await t.ctx.db.prisma.segment.create({
+      data: { workspaceId: listWs.id, name: "everyone", definition: { entryNode: { type: "Everyone", id: "e" }, nodes: [] } },
+    });
     const journey = await request(t.url, "PUT", "/api/admin/journeys", {
       headers: bearer(listWs.adminKey),
       body: {
         name: "uses-template",
         status: "Running",
-        definition: { entryNode: { type: "EntryNode", segment: segment.id, child: "m" }, nodes: [{ id: "m", type: "MessageNode", channel: "Sms", templateId: created.body.id, child: "ExitNode" }], exitNode: { type: "ExitNode" } },
+        definition: {
+          entryNode: { type: "EntryNode", segment: segment.id, child: "m" },
+          nodes: [{ id: "m", type: "MessageNode", channel: "Sms", templateId: created.body.id, child: "ExitNode" }],
+          exitNode: { type: "ExitNode" },
+        },
       },
     });
     expect(journey.status).toBe(200);

@@ -166,7 +166,10 @@ describe("workspace isolation", () => {
 describe("router-level errors", () => {
   it("reads a 255-character userId and answers bad URL encoding with the envelope", async () => {
     const userId = "u".repeat(255);
-    const ingest = await request(t.url, "POST", "/api/public/apps/identify", { headers: basic(t.workspace.writeKey), body: { userId, traits: { a: 1 } } });
+    const ingest = await request(t.url, "POST", "/api/public/apps/identify", {
+      headers: basic(t.workspace.writeKey),
+      body: { userId, traits: { a: 1 } },
+    });
     expect(ingest.status).toBe(204);
     const res = await request(t.url, "GET", `/api/admin/users/${userId}`, { headers: bearer(t.workspace.adminKey) });
     expect(res.status).toBe(200);

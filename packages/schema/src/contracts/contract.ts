@@ -85,4 +85,5 @@ export interface ContractRequest<C extends Contract> {
 /** What the server's handler returns: the response before serialization. */
 export type ContractResult<C extends Contract> = C["success"]["schema"] extends z.ZodType
   ? z.output<C["success"]["schema"]>
-  : undefined | void;
+  : // biome-ignore lint/suspicious/noConfusingVoidType: a 204 handler may end without a return
+    undefined | void;

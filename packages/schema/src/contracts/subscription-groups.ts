@@ -59,7 +59,8 @@ export const subscriptionGroupContracts = [
     auth: "admin",
     tags,
     summary: "Delete a subscription group and its assignments",
-    description: "409 while a segment names the group (its `subscriptionGroupId` or a `SubscriptionGroup` node) or a running journey uses it.",
+    description:
+      "409 while a segment names the group (its `subscriptionGroupId` or a `SubscriptionGroup` node) or a running journey uses it.",
     params: SubscriptionGroupParams,
     query: SubscriptionGroupQuery,
     success: { status: 204, description: "Deleted." },

@@ -61,9 +61,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Record<strin
         "Admin request bodies refuse unknown fields, at any depth (400 `VALIDATION_FAILED`, one issue per field, its `path` ending in the field's name); the exceptions are a journey's `draft` (editor state is kept as sent) and a render request's inline `user` and `event`. Ingestion bodies keep unknown fields (Segment spec). Server-managed fields (`createdAt`, `updatedAt`, `definitionUpdatedAt`, `lastRecomputed`) are accepted in upsert bodies and ignored. `workspaceId` is optional in every admin request: absent, it is the key's workspace. A `DELETE` or bodiless `POST` may carry `Content-Type: application/json` with an empty body.",
         "",
         "Timestamps in admin resources are milliseconds since the epoch. Every error answers with the envelope `ErrorResponse`; codes:",
-        ...Object.entries(errorDescriptions).map(
-          ([code, text]) => `- \`${code}\` (${errorStatus[code as ErrorCode]}): ${text}`,
-        ),
+        ...Object.entries(errorDescriptions).map(([code, text]) => `- \`${code}\` (${errorStatus[code as ErrorCode]}): ${text}`),
       ].join("\n"),
     },
     servers: options.serverUrl ? [{ url: options.serverUrl }] : [],

@@ -18,7 +18,11 @@ export function plainConfig(type: ProviderType, config: Record<string, unknown>)
 }
 
 /** The plain (non-secret) fields after an update: an omitted field keeps the stored value, `null` removes it. */
-export function mergePlain(type: ProviderType, requested: Record<string, unknown>, stored: Record<string, unknown>): Record<string, unknown> {
+export function mergePlain(
+  type: ProviderType,
+  requested: Record<string, unknown>,
+  stored: Record<string, unknown>,
+): Record<string, unknown> {
   const merged = { ...stored };
   for (const [field, value] of Object.entries(plainConfig(type, requested))) {
     if (value === null) delete merged[field];
@@ -46,7 +50,8 @@ export function mergeSecrets(
     } else if (typeof value === "string") {
       if (!value.startsWith(SECRET_MASK_PREFIX)) secrets[field] = value;
       else if (previous !== undefined && maskSecret(previous) === value) secrets[field] = previous;
-      else issues.push({ path: `config.${field}`, message: "this is a masked value that matches no stored secret; send the secret itself" });
+      else
+        issues.push({ path: `config.${field}`, message: "this is a masked value that matches no stored secret; send the secret itself" });
     }
   }
   return { secrets, issues };

@@ -163,7 +163,12 @@ export async function listProviders(
   }
   // Ordered by channel (the enum's declaration order), then id.
   const rows = await prisma.channelProvider.findMany({ where, orderBy: [{ channel: "asc" }, { id: "asc" }], take: query.limit + 1 });
-  const result = page(rows, query.limit, (r) => toProviderResource(box, r), (r) => [r.channel, r.id]);
+  const result = page(
+    rows,
+    query.limit,
+    (r) => toProviderResource(box, r),
+    (r) => [r.channel, r.id],
+  );
   return { ...result, providers: result.items };
 }
 
