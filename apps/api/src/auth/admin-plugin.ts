@@ -44,12 +44,7 @@ function resolveWorkspace(request: FastifyRequest, _reply: FastifyReply, done: (
 export function registerAdminAuth(admin: FastifyInstance, ctx: AppContext): void {
   admin.decorateRequest("workspaceId", null);
   const requireAdmin: onRequestHookHandler = adminGuard(ctx.keys);
-  const rootKey = ctx.config.rootKey;
-  const requireRoot: onRequestHookHandler = rootKey
-    ? rootGuard(rootKey)
-    : async () => {
-        throw new ApiError("UNAUTHORIZED", "No root key is configured (TIDINGS_ROOT_KEY)");
-      };
+  const requireRoot: onRequestHookHandler = rootGuard(ctx.config.rootKey);
 
   // Per route rather than per instance: the hooks go exactly on the contract routes (not on the
   // CORS preflight), and a route the admin API cannot guard stops the boot.
