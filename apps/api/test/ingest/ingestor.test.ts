@@ -4,7 +4,7 @@
 // Failures are provoked for real: concurrent transactions, and constraints or triggers created
 // in this file's own database.
 import { randomUUID } from "node:crypto";
-import type pg from "pg";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Ingestor, type IngestorOptions } from "../../src/ingest/ingestor.ts";
 import { normalizeEvent } from "../../src/ingest/normalize.ts";
@@ -163,7 +163,11 @@ describe("retries", () => {
     Number((await pool.query("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")).rows[0].deadlocks);
 
   it("retries a commit that loses a deadlock (40P01) and acknowledges it once stored", async () => {
-    const ing = ingestor();
+    // PostgreSQL aborts the side whose deadlock check runs first once the cycle exists: the
+    // commit's connections check after 5 s, the other transaction after 60 s, so the commit is the
+    // one aborted however slowly step 3 follows step 2 on a loaded machine.
+    const commitPool = new pg.Pool({ connectionString: t.databaseUrl, max: 2, options: "-c deadlock_timeout=5s" });
+    const ing = new Ingestor(commitPool, { maxConcurrentCommits: 1, maxEventsPerCommit: 1000, maxQueuedEvents: 10_000 });
     const ev = normalize({ type: "identify", userId: "deadlock-user", traits: { plan: "pro" } });
     const deadlocksBefore = await deadlocks();
     // 1. Another transaction writes the event's messageId first, uncommitted.
@@ -176,7 +180,8 @@ describe("retries", () => {
     try {
       await waitUntilBlockedBy(other.pid);
       // 3. The other transaction now writes the same profile: each waits for the other.
-      //    PostgreSQL aborts the commit (it has waited longer) with 40P01; the other goes on.
+      //    PostgreSQL aborts the commit with 40P01; the other goes on.
+      await other.client.query("SET LOCAL deadlock_timeout = '60s'");
       await other.client.query(`INSERT INTO profiles (workspace_id, profile_id) VALUES ($1, 'deadlock-user')`, [ws]);
     } finally {
       await other.client.query("ROLLBACK");
@@ -189,6 +194,7 @@ describe("retries", () => {
     // The deadlock did happen (statistics reach pg_stat_database within about a second).
     await expect.poll(deadlocks, { timeout: 10_000, interval: 100, message: "no deadlock was recorded" }).toBeGreaterThan(deadlocksBefore);
     await ing.close();
+    await commitPool.end();
   });
 
   /** Makes inserts into profile_aliases fail with 40001 on their first `failures` attempts; returns the attempt count. */
