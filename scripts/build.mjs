@@ -4,7 +4,7 @@
 //   node scripts/build.mjs --changed  only packages whose inputs changed since their last build
 //                                     (`pnpm start`: a restart with no source change skips tsup,
 //                                     declaration builds and prisma generate altogether)
-// Either way each package built successfully gets a stamp in its dist/ (see stamps.mjs).
+// Either way each package built successfully gets a stamp of its inputs (see stamps.mjs).
 
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";

@@ -57,6 +57,7 @@ export function sameJson(a: unknown, b: unknown): boolean {
 }
 
 /** Prisma's value for a nullable JSON column: null clears it. */
+/** A JSON column's value for Prisma: null stores SQL NULL, undefined leaves the column as it is. */
 export const jsonColumn = (value: unknown) => (value === null ? Prisma.DbNull : (value as Prisma.InputJsonValue));
 
 /** The insert of this attempt lost a race on a unique key: run the whole transaction again. */

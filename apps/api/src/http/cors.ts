@@ -9,7 +9,7 @@ const PREFLIGHT_MAX_AGE_SECONDS = 7200;
 /** What Segment's analytics.js, Dittofeed's browser SDK and ours send. */
 export const INGEST_ALLOWED_HEADERS = ["Authorization", "Content-Type", "PublicWriteKey", "Content-Encoding"];
 /** Readable by pages: the request id to quote in a report, and how long to wait after a 429/503. */
-export const INGEST_EXPOSED_HEADERS = ["x-request-id", "Retry-After"];
+export const EXPOSED_HEADERS = ["x-request-id", "Retry-After"];
 
 /**
  * CORS on an encapsulated instance (the plugin is not encapsulated itself). Its preflight route
@@ -20,7 +20,7 @@ export async function registerIngestCors(app: FastifyInstance, origins: "*" | st
     origin: origins,
     methods: ["POST"],
     allowedHeaders: INGEST_ALLOWED_HEADERS,
-    exposedHeaders: INGEST_EXPOSED_HEADERS,
+    exposedHeaders: EXPOSED_HEADERS,
     maxAge: PREFLIGHT_MAX_AGE_SECONDS,
   });
 }
@@ -38,7 +38,7 @@ export async function registerAdminCors(app: FastifyInstance, origins: string[])
     origin: origins,
     methods: ["GET", "POST", "PUT", "DELETE"],
     allowedHeaders: ["Authorization", "Content-Type"],
-    exposedHeaders: ["x-request-id", "Retry-After"],
+    exposedHeaders: EXPOSED_HEADERS,
     maxAge: PREFLIGHT_MAX_AGE_SECONDS,
   };
   await app.register(cors, {

@@ -168,12 +168,13 @@ export async function upsertJourney(prisma: PrismaClient, workspaceId: string, b
       tx.journey.update({
         where: { workspaceId_id: { workspaceId, id: existing.id } },
         data: {
-          ...(changes.name !== undefined ? { name: changes.name } : {}),
-          ...(changes.status !== undefined ? { status: changes.status } : {}),
-          ...(changes.canRunMultiple !== undefined ? { canRunMultiple: changes.canRunMultiple } : {}),
-          ...(changes.draft !== undefined ? { draft: jsonColumn(changes.draft) } : {}),
-          ...(changes.definition !== undefined ? { definition: jsonColumn(changes.definition) } : {}),
-          ...(changes.status !== undefined ? { statusUpdatedAt: now } : {}),
+          // A field left undefined is not written (Prisma), nor is a JSON column (jsonColumn).
+          name: changes.name,
+          status: changes.status,
+          canRunMultiple: changes.canRunMultiple,
+          draft: jsonColumn(changes.draft),
+          definition: jsonColumn(changes.definition),
+          statusUpdatedAt: changes.status !== undefined ? now : undefined,
           updatedAt: now,
         },
       }),

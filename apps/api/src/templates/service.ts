@@ -108,9 +108,10 @@ export async function upsertTemplate(
       tx.messageTemplate.update({
         where: { workspaceId_id: { workspaceId, id: existing.id } },
         data: {
-          ...(changes.name !== undefined ? { name: changes.name } : {}),
-          ...(changes.definition !== undefined ? { definition: jsonColumn(changes.definition) } : {}),
-          ...(changes.draft !== undefined ? { draft: jsonColumn(changes.draft) } : {}),
+          // A field left undefined is not written (Prisma), nor is a JSON column (jsonColumn).
+          name: changes.name,
+          definition: jsonColumn(changes.definition),
+          draft: jsonColumn(changes.draft),
           updatedAt: now,
         },
       }),
