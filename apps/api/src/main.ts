@@ -3,6 +3,7 @@
 import { savedKeysPath } from "./auth/bootstrap.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
+import { migrateJobs } from "./jobs/index.ts";
 import { startTidings, type Tidings } from "./server.ts";
 
 const log = (msg: string) => process.stderr.write(`tidings: ${msg}\n`);
@@ -15,6 +16,8 @@ async function main() {
     if (!config.databaseUrl) throw new ConfigError("Invalid configuration:\n  DATABASE_URL: required by `tidings-api migrate`");
     const { applied } = await migrate(config.databaseUrl, log);
     log(applied.length ? `applied ${applied.join(", ")}` : "no pending migrations");
+    await migrateJobs(config.databaseUrl);
+    log("job queue schema up to date");
     return;
   }
   const tidings = await startTidings(config, log);

@@ -10,7 +10,9 @@ import { buildApp } from "./http/app.ts";
 import type { AppContext } from "./http/context.ts";
 import { createMetrics } from "./http/metrics.ts";
 import { Ingestor } from "./ingest/ingestor.ts";
+import { createJobLayer, levelLog } from "./jobs/index.ts";
 import { verifySecretKey } from "./messaging/secret-key.ts";
+import { SegmentEngine } from "./segments/engine/index.ts";
 
 export interface Tidings {
   app: FastifyInstance;
@@ -20,9 +22,16 @@ export interface Tidings {
   close(): Promise<void>;
 }
 
-export function createContext(config: ResolvedConfig, databaseUrl: string): AppContext {
+export interface ContextOptions {
+  /** The segment engine's clock (ms since epoch); tests move it. */
+  clock?: () => number;
+}
+
+export function createContext(config: ResolvedConfig, databaseUrl: string, options: ContextOptions = {}): AppContext {
   const db = createDb(databaseUrl, config.dbPoolSize);
-  const metrics = createMetrics();
+  const log = levelLog(config.logLevel);
+  const jobs = createJobLayer({ connectionString: databaseUrl, role: config.role, log });
+  const metrics = createMetrics(jobs);
   const ingestor = new Ingestor(db.pool, {
     // One commit at a time gathers the largest groups; measured fastest on small machines.
     maxConcurrentCommits: Math.min(config.ingestCommits, config.dbPoolSize - 1),
@@ -33,7 +42,14 @@ export function createContext(config: ResolvedConfig, databaseUrl: string): AppC
       metrics.commitSeconds.observe(ms / 1000);
     },
   });
-  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, metrics };
+  const segments = new SegmentEngine({
+    pool: db.pool,
+    jobs,
+    clock: options.clock ?? Date.now,
+    log: (msg, err) => log("error", `${msg}: ${err instanceof Error ? err.message : String(err)}`),
+  });
+  segments.register();
+  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, jobs, segments, metrics };
 }
 
 /** Starts everything but the listener. */
@@ -56,6 +72,11 @@ export async function startTidings(baseConfig: Config, log: (msg: string) => voi
     await verifySecretKey(ctx.db.prisma, config, log);
     const created = await ensureDefaultWorkspace(config, ctx.db);
     const app = await buildApp(ctx);
+    // After the app is built, so that capabilities have registered their tasks.
+    await ctx.jobs.start().catch(async (err) => {
+      await app.close();
+      throw err;
+    });
     const started = ctx;
     let closing: Promise<void> | null = null;
     return {
@@ -66,11 +87,13 @@ export async function startTidings(baseConfig: Config, log: (msg: string) => voi
         (closing ??= (async () => {
           await app.close();
           await started.ingestor.close();
+          await started.jobs.stop();
           await started.db.close();
           await embedded?.stop();
         })()),
     };
   } catch (err) {
+    await ctx?.jobs.stop();
     await ctx?.db.close();
     await embedded?.stop();
     throw err;

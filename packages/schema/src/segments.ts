@@ -9,6 +9,7 @@ import {
   listResponse,
   RequestWorkspaceId,
   resourceName,
+  ServerManaged,
   serverManagedFields,
   UserIdList,
   WorkspaceId,
@@ -248,7 +249,10 @@ export const SegmentResource = z
     updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
     createdAt: EpochMillis,
     definitionUpdatedAt: EpochMillis.describe("Last change of `definition`; a PUT with an equal definition keeps it."),
-    lastRecomputed: EpochMillis.optional().describe("When membership was last recomputed, once the segment engine has run."),
+    lastRecomputed: EpochMillis.optional().describe(
+      "When the segment engine last recomputed every user against the current definition (absent until it has). Between recomputes membership is kept current incrementally.",
+    ),
+    memberCount: z.number().int().describe("Current members."),
   })
   .openapi("Segment");
 export type SegmentResource = z.infer<typeof SegmentResource>;
@@ -270,6 +274,7 @@ export const UpsertSegmentRequestBody = z
       .optional()
       .describe("An existing subscription group of the workspace; `null` unlinks; omitted keeps the stored value."),
     ...serverManagedFields,
+    memberCount: ServerManaged,
   })
   .describe("Creates or updates a segment.");
 export type UpsertSegmentRequestBody = z.infer<typeof UpsertSegmentRequestBody>;
@@ -300,8 +305,8 @@ export const SegmentMembersResponse = z.object({
 export type SegmentMembersResponse = z.infer<typeof SegmentMembersResponse>;
 
 export const SegmentUser = z.object({
-  userId: z.string().describe("Canonical user id (aliases are resolved when members are added)."),
-  memberSince: EpochMillis.describe("When the user became a member."),
+  userId: z.string().describe("Canonical user id (an anonymousId linked to a user counts as that user)."),
+  enteredAt: EpochMillis.describe("When the user last entered the segment (ms since epoch)."),
 });
 export type SegmentUser = z.infer<typeof SegmentUser>;
 

@@ -18,12 +18,30 @@ export const UserResource = z.object({
   firstSeenAt: EpochMillis,
   lastSeenAt: EpochMillis,
   recentEvents: z.array(EventRecord).describe("The latest events of the user and its linked identities (up to 50)."),
+  segments: z
+    .array(z.object({ segmentId: z.uuid(), name: z.string(), enteredAt: EpochMillis.describe("When the user entered the segment.") }))
+    .describe("The segments the user is a member of now, by name."),
 });
 export type UserResource = z.infer<typeof UserResource>;
 
 export const UserParams = z.object({ userId: z.string().min(1).max(255) });
 
 export const UserQuery = WorkspaceQuery;
+
+export const UserSummary = z.object({
+  userId: z.string().describe("The user's id (or anonymousId for a visitor never identified)."),
+  traits: JsonObject.describe("Latest value of each trait."),
+  createdAt: EpochMillis.describe("When the user was first seen."),
+});
+export type UserSummary = z.infer<typeof UserSummary>;
+
+export const UserListQuery = ListQuery.extend({
+  segmentId: z.uuid().optional().describe("Only the current members of this segment."),
+});
+export type UserListQuery = z.infer<typeof UserListQuery>;
+
+export const UserListResponse = listResponse("users", UserSummary);
+export type UserListResponse = z.infer<typeof UserListResponse>;
 
 export const EventListQuery = ListQuery.extend({
   userId: z.string().min(1).optional().describe("Only events of this user, including its linked identities."),

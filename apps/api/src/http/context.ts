@@ -3,6 +3,8 @@ import type { ResolvedConfig } from "../config.ts";
 import type { KeyStore } from "../auth/keys.ts";
 import type { Db } from "../db/client.ts";
 import type { Ingestor } from "../ingest/ingestor.ts";
+import type { JobLayer } from "../jobs/index.ts";
+import type { SegmentEngine } from "../segments/engine/index.ts";
 import type { Metrics } from "./metrics.ts";
 
 export interface AppContext {
@@ -10,5 +12,9 @@ export interface AppContext {
   db: Db;
   keys: KeyStore;
   ingestor: Ingestor;
+  /** Background jobs: register tasks before `startTidings` starts it. */
+  jobs: JobLayer;
+  /** Keeps segment membership current (docs/segments.md). */
+  segments: SegmentEngine;
   metrics: Metrics;
 }

@@ -3,12 +3,14 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyInstance } from "fastify";
 import client from "prom-client";
+import type { JobLayer } from "../jobs/index.ts";
 import { route } from "./route.ts";
 
-export function createMetrics() {
+export function createMetrics(jobs: Pick<JobLayer, "queueStats">) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   registerEventLoopDelay(registry);
+  registerJobGauges(registry, jobs);
   const requests = new client.Counter({
     name: "tidings_http_requests_total",
     help: "HTTP requests by route, method and status",
@@ -86,6 +88,37 @@ function registerEventLoopDelay(registry: client.Registry) {
     gauge: new client.Gauge({ name: statName(stat), help, registers: [registry] }),
     read,
   }));
+}
+
+/**
+ * The job queue, read from PostgreSQL on each scrape: one query serves both gauges (the registry
+ * collects them concurrently). Without the database they read NaN rather than failing the scrape.
+ */
+function registerJobGauges(registry: client.Registry, jobs: Pick<JobLayer, "queueStats">) {
+  let reading: Promise<{ depth: number; oldestAgeSeconds: number } | null> | null = null;
+  const read = () =>
+    (reading ??= jobs
+      .queueStats()
+      .catch(() => null)
+      .finally(() => {
+        reading = null;
+      }));
+  new client.Gauge({
+    name: "tidings_jobs_queue_depth",
+    help: "Background jobs due to run and not yet taken by a worker",
+    registers: [registry],
+    async collect() {
+      this.set((await read())?.depth ?? Number.NaN);
+    },
+  });
+  new client.Gauge({
+    name: "tidings_jobs_oldest_age_seconds",
+    help: "Seconds since the oldest job due to run (and not taken) became due; 0 when none",
+    registers: [registry],
+    async collect() {
+      this.set((await read())?.oldestAgeSeconds ?? Number.NaN);
+    },
+  });
 }
 
 export function registerMetrics(app: FastifyInstance, metrics: Metrics) {

@@ -9,7 +9,16 @@
 // and an id that is an alias of another profile fails the final check (TD001). The Ingestor then
 // stores the commit on the transactional path, which handles both.
 import type pg from "pg";
-import { EVENT_COLUMNS, encodeRows, PROFILE_COLUMNS, profileRows, uniqueSorted, type WorkspaceEvent } from "./rows.ts";
+import {
+  EVENT_COLUMNS,
+  encodeRows,
+  OUTBOX_COLUMNS,
+  outboxRows,
+  PROFILE_COLUMNS,
+  profileRows,
+  uniqueSorted,
+  type WorkspaceEvent,
+} from "./rows.ts";
 import { STORE_IN_ONE_STATEMENT } from "./sql.ts";
 
 /** Whether the events can take the fast path: no identity links, no groups. */
@@ -31,9 +40,9 @@ export async function storeInOneStatement(pool: pg.Pool, rows: WorkspaceEvent[])
   try {
     // Named, so each connection parses and plans this large statement once.
     await pool.query({
-      name: "tidings-ingest-v5",
+      name: "tidings-ingest-v6",
       text: STORE_IN_ONE_STATEMENT,
-      values: [encodeRows(EVENT_COLUMNS, events), encodeRows(PROFILE_COLUMNS, profiles)],
+      values: [encodeRows(EVENT_COLUMNS, events), encodeRows(PROFILE_COLUMNS, profiles), encodeRows(OUTBOX_COLUMNS, outboxRows(events))],
     });
     return events.length;
   } catch (err) {

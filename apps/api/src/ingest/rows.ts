@@ -208,3 +208,42 @@ export function identityRows(events: WorkspaceEvent[]): IdentityRow[] {
   }
   return [...ids.values()];
 }
+
+// ---------------------------------------------------------------------------------------
+// The segment engine's outbox
+
+export interface OutboxRow {
+  workspaceId: string;
+  /** Every id the events were sent under (links add both sides). */
+  ids: string[];
+  /** What the events change (docs/segments.md): `e:<track event>`, `t:<trait key>`, `*` for a link. */
+  keys: string[];
+}
+
+export const OUTBOX_COLUMNS = {
+  workspace_id: { type: "uuid", json: (r) => `"${r.workspaceId}"` },
+  ids: { type: "jsonb", json: (r) => q(r.ids) },
+  keys: { type: "jsonb", json: (r) => q(r.keys) },
+} satisfies Columns<OutboxRow>;
+
+/** One outbox row per workspace the events touch, written in their commit. */
+export function outboxRows(events: WorkspaceEvent[]): OutboxRow[] {
+  const byWorkspace = new Map<string, { ids: Set<string>; keys: Set<string> }>();
+  for (const { workspaceId, ev } of events) {
+    let o = byWorkspace.get(workspaceId);
+    if (!o) {
+      o = { ids: new Set(), keys: new Set() };
+      byWorkspace.set(workspaceId, o);
+    }
+    o.ids.add(ev.identityId);
+    if (ev.type === "track" && ev.event !== null) o.keys.add(`e:${ev.event}`);
+    else if (ev.type === "identify" && ev.traits) for (const k in ev.traits) o.keys.add(`t:${k}`);
+    const linked = ev.type === "alias" ? ev.previousId : ev.type === "identify" && ev.userId !== null ? ev.anonymousId : null;
+    if (linked !== null) {
+      o.ids.add(linked);
+      if (ev.type === "alias" && ev.userId !== null) o.ids.add(ev.userId);
+      o.keys.add("*");
+    }
+  }
+  return [...byWorkspace].map(([workspaceId, o]) => ({ workspaceId, ids: [...o.ids], keys: [...o.keys] }));
+}

@@ -1,7 +1,15 @@
 // Every SQL statement ingestion runs, in one place. Row sets arrive as one JSON parameter each
 // (rows.ts, `encodeRows`) and `rowsFrom` reads them back by column name, so the statements and
 // the encoder share the column lists of rows.ts and nothing depends on positions.
-import { type ColumnType, EVENT_COLUMNS, GROUP_COLUMNS, IDENTITY_COLUMNS, MEMBERSHIP_COLUMNS, PROFILE_COLUMNS } from "./rows.ts";
+import {
+  type ColumnType,
+  EVENT_COLUMNS,
+  GROUP_COLUMNS,
+  IDENTITY_COLUMNS,
+  MEMBERSHIP_COLUMNS,
+  OUTBOX_COLUMNS,
+  PROFILE_COLUMNS,
+} from "./rows.ts";
 
 /** Row i's value of column `column` (a JSON array), as its SQL type. */
 const read: Record<ColumnType, (column: string) => string> = {
@@ -95,6 +103,21 @@ export const UPSERT_MEMBERSHIPS = `INSERT INTO group_memberships (${names(MEMBER
   ON CONFLICT (workspace_id, profile_id, group_id) DO UPDATE SET joined_at = LEAST(group_memberships.joined_at, EXCLUDED.joined_at)`;
 
 // ---------------------------------------------------------------------------------------
+// The segment engine's outbox: what changed, in the commit that changed it
+
+/** Channel the outbox notifies on commit (payload: the workspace id); workers wake the engine. */
+export const SEGMENT_CHANGES_CHANNEL = "tidings_segment_changes";
+
+const insertOutbox = (param: string) => `INSERT INTO segment_outbox (workspace_id, ids, keys)
+  SELECT o.workspace_id, ARRAY(SELECT jsonb_array_elements_text(o.ids)), ARRAY(SELECT jsonb_array_elements_text(o.keys))
+  FROM ${rowsFrom(OUTBOX_COLUMNS, param, "o")}
+  RETURNING workspace_id`;
+
+/** $1 outbox rows: appends them and notifies (delivered only if the transaction commits). */
+export const INSERT_OUTBOX = `WITH ob AS (${insertOutbox("$1")})
+  SELECT pg_notify('${SEGMENT_CHANGES_CHANNEL}', workspace_id::text) FROM ob`;
+
+// ---------------------------------------------------------------------------------------
 // Identity links
 
 /** $1 identity rows: the current alias → profile links of those ids. */
@@ -125,7 +148,7 @@ export const MOVE_MEMBERSHIPS = `WITH gone AS (DELETE FROM group_memberships WHE
 // The fast path's single statement
 
 /**
- * $1 event rows, $2 profile rows (ids as sent). Inserts the events with a plain INSERT (a stored
+ * $1 event rows, $2 profile rows (ids as sent), $3 outbox rows. Inserts the events with a plain INSERT (a stored
  * messageId fails it: 23505) and creates/updates their profiles; fails as a whole with TD001
  * when one of the ids is an alias of another profile. Each profile is in exactly one of
  * `uniform` and `mixed`, in key order within each; across the two, concurrent commits of
@@ -137,8 +160,10 @@ p AS (SELECT * FROM ${rowsFrom(PROFILE_COLUMNS, "$2", "p")}),
 uniform AS (${upsertProfilesFrom("p WHERE uniform", mergeUniformProfileTraitsOnConflict)}
   RETURNING 1),
 mixed AS (${upsertProfilesFrom("p WHERE NOT uniform", mergeTraitsOnConflict("profiles", "profile_id"))}
-  RETURNING 1)
-SELECT tidings_require(
+  RETURNING 1),
+ob AS (${insertOutbox("$3")}),
+notified AS (SELECT pg_notify('${SEGMENT_CHANGES_CHANNEL}', workspace_id::text) FROM ob)
+SELECT (SELECT count(*) FROM notified) AS notified, tidings_require(
   NOT EXISTS (SELECT 1 FROM p JOIN profile_aliases a ON a.workspace_id = p.workspace_id AND a.alias_id = p.profile_id),
   'commit needs the transactional path'
 ) AS ok`;

@@ -11,6 +11,8 @@ import {
   identityRows,
   key,
   MEMBERSHIP_COLUMNS,
+  OUTBOX_COLUMNS,
+  outboxRows,
   PROFILE_COLUMNS,
   profileRows,
   uniqueSorted,
@@ -19,6 +21,7 @@ import {
 import {
   INSERT_ALIAS,
   INSERT_NEW_EVENTS,
+  INSERT_OUTBOX,
   MOVE_MEMBERSHIPS,
   MOVE_PROFILE,
   REPOINT_ALIASES,
@@ -62,6 +65,7 @@ async function storeEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promi
     await client.query(UPSERT_GROUPS, [encodeRows(GROUP_COLUMNS, groups)]);
     await client.query(UPSERT_MEMBERSHIPS, [encodeRows(MEMBERSHIP_COLUMNS, memberships)]);
   }
+  await client.query(INSERT_OUTBOX, [encodeRows(OUTBOX_COLUMNS, outboxRows(fresh))]);
   return fresh.length;
 }
 

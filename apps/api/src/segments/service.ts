@@ -28,6 +28,7 @@ export function toSegmentResource(row: Segment): SegmentResource {
     createdAt: row.createdAt.getTime(),
     definitionUpdatedAt: row.definitionUpdatedAt.getTime(),
     ...(row.lastRecomputed ? { lastRecomputed: row.lastRecomputed.getTime() } : {}),
+    memberCount: row.memberCount,
   };
 }
 

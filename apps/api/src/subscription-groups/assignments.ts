@@ -4,6 +4,7 @@ import type { SubscriptionAssignmentListQuery, SubscriptionAssignmentsRequestBod
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
+import { recordSegmentChange } from "../segments/engine/outbox.ts";
 import { resolveDisjoint } from "../users/identities.ts";
 import { findSubscriptionGroup } from "./service.ts";
 
@@ -23,12 +24,15 @@ export async function assignSubscriptions(
   const profileIds = [...subscribe, ...unsubscribe];
   if (profileIds.length > 0) {
     const flags = [...subscribe.map(() => true), ...unsubscribe.map(() => false)];
-    await prisma.$executeRaw`
-      INSERT INTO subscription_assignments (workspace_id, subscription_group_id, profile_id, subscribed, updated_at)
-      SELECT ${workspaceId}::uuid, ${groupId}::uuid, t.profile_id, t.subscribed, now()
-      FROM unnest(${profileIds}::text[], ${flags}::boolean[]) AS t(profile_id, subscribed)
-      ON CONFLICT (workspace_id, subscription_group_id, profile_id)
-      DO UPDATE SET subscribed = EXCLUDED.subscribed, updated_at = EXCLUDED.updated_at`;
+    await prisma.$transaction(async (tx) => {
+      await tx.$executeRaw`
+        INSERT INTO subscription_assignments (workspace_id, subscription_group_id, profile_id, subscribed, updated_at)
+        SELECT ${workspaceId}::uuid, ${groupId}::uuid, t.profile_id, t.subscribed, now()
+        FROM unnest(${profileIds}::text[], ${flags}::boolean[]) AS t(profile_id, subscribed)
+        ON CONFLICT (workspace_id, subscription_group_id, profile_id)
+        DO UPDATE SET subscribed = EXCLUDED.subscribed, updated_at = EXCLUDED.updated_at`;
+      await recordSegmentChange(tx, workspaceId, profileIds, [`sg:${groupId}`]);
+    });
   }
   return { subscribed: subscribe.length, unsubscribed: unsubscribe.length };
 }

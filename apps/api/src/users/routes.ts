@@ -3,10 +3,12 @@ import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { AppContext } from "../http/context.ts";
 import { route } from "../http/route.ts";
-import { getUser, listEvents } from "./service.ts";
+import { deleteUser, getUser, listEvents, listUsers } from "./service.ts";
 
 export const userRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
   const { prisma } = ctx.db;
   route(app, op["users.get"], ({ workspaceId, params }) => getUser(prisma, workspaceId, params.userId));
+  route(app, op["users.list"], ({ workspaceId, query }) => listUsers(prisma, workspaceId, query));
+  route(app, op["users.delete"], ({ workspaceId, params }) => deleteUser(prisma, workspaceId, params.userId));
   route(app, op["events.list"], ({ workspaceId, query }) => listEvents(prisma, workspaceId, query));
 };

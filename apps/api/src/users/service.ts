@@ -1,11 +1,12 @@
 // Read side of ingestion: profiles (with linked identities resolved) and event listings.
-import type { EventListQuery, EventRecord, EventType, UserResource } from "@tidings/schema";
+import type { EventListQuery, EventRecord, EventType, UserListQuery, UserResource } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { badRequest, notFound } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { canonicalIds } from "./identities.ts";
 import { MAX_TIME, MIN_TIME } from "../ingest/normalize.ts";
+import { findSegment } from "../segments/service.ts";
 
 type EventRow = {
   messageId: string;
@@ -60,7 +61,7 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
   const profile = await prisma.profile.findUnique({ where: { workspaceId_profileId: { workspaceId, profileId } } });
   if (!profile) throw notFound(`User ${JSON.stringify(userId)}`);
   const ids = [profileId, ...identities];
-  const [events, span, memberships] = await Promise.all([
+  const [events, span, memberships, segments] = await Promise.all([
     prisma.event.findMany({
       where: { workspaceId, identityId: { in: ids } },
       orderBy: [{ eventTime: "desc" }, { messageId: "desc" }],
@@ -68,6 +69,7 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
     }),
     prisma.event.aggregate({ where: { workspaceId, identityId: { in: ids } }, _min: { eventTime: true }, _max: { eventTime: true } }),
     prisma.groupMembership.findMany({ where: { workspaceId, profileId }, orderBy: { joinedAt: "asc" } }),
+    prisma.segmentMembership.findMany({ where: { workspaceId, profileId }, include: { segment: { select: { name: true } } } }),
   ]);
   const groups = memberships.length
     ? await prisma.group.findMany({ where: { workspaceId, groupId: { in: memberships.map((m) => m.groupId) } } })
@@ -82,7 +84,63 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
     firstSeenAt: (span._min.eventTime ?? profile.createdAt).getTime(),
     lastSeenAt: (span._max.eventTime ?? profile.createdAt).getTime(),
     recentEvents: events.map(toEventRecord),
+    segments: segments
+      .map((m) => ({ segmentId: m.segmentId, name: m.segment.name, enteredAt: m.enteredAt.getTime() }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
   };
+}
+
+/** Users ordered by id, keyset-paginated; with `segmentId`, the segment's current members. */
+export async function listUsers(prisma: PrismaClient, workspaceId: string, query: UserListQuery) {
+  const after = query.cursor ? decodeCursor(query.cursor, ["string"])[0] : undefined;
+  refuseNul(after, "querystring.cursor");
+  const where: Prisma.ProfileWhereInput = { workspaceId };
+  if (after !== undefined) where.profileId = { gt: after };
+  if (query.segmentId) {
+    await findSegment(prisma, workspaceId, query.segmentId);
+    // Members are a subset of profiles; the membership table's key finds them in order.
+    const members = await prisma.segmentMembership.findMany({
+      where: { workspaceId, segmentId: query.segmentId, ...(after !== undefined ? { profileId: { gt: after } } : {}) },
+      orderBy: { profileId: "asc" },
+      take: query.limit + 1,
+      select: { profileId: true },
+    });
+    where.profileId = { in: members.map((m) => m.profileId) };
+  }
+  const rows = await prisma.profile.findMany({ where, orderBy: { profileId: "asc" }, take: query.limit + 1 });
+  const result = page(
+    rows,
+    query.limit,
+    (r) => ({ userId: r.profileId, traits: r.traits as Record<string, unknown>, createdAt: r.createdAt.getTime() }),
+    (r) => [r.profileId],
+  );
+  return { ...result, users: result.items };
+}
+
+/**
+ * Erases a user: profile, events under any of its ids, links, groups, subscription choices,
+ * segment memberships (each segment's count follows) and their history. One transaction.
+ */
+export async function deleteUser(prisma: PrismaClient, workspaceId: string, userId: string): Promise<void> {
+  refuseNul(userId, "params.userId");
+  const { profileId, identities } = await resolveIdentity(prisma, workspaceId, userId);
+  const ids = [profileId, ...identities];
+  await prisma.$transaction(async (tx) => {
+    const gone = await tx.profile.deleteMany({ where: { workspaceId, profileId } });
+    if (gone.count === 0) throw notFound(`User ${JSON.stringify(userId)}`);
+    await tx.$executeRaw`WITH left_ AS (
+        DELETE FROM segment_memberships WHERE workspace_id = ${workspaceId}::uuid AND profile_id = ${profileId} RETURNING segment_id)
+      UPDATE segments s SET member_count = s.member_count - n.count
+      FROM (SELECT segment_id, count(*)::int AS count FROM left_ GROUP BY segment_id) n
+      WHERE s.workspace_id = ${workspaceId}::uuid AND s.id = n.segment_id`;
+    await tx.segmentMembershipChange.deleteMany({ where: { workspaceId, profileId } });
+    await tx.segmentTimer.deleteMany({ where: { workspaceId, profileId } });
+    await tx.segmentManualMember.deleteMany({ where: { workspaceId, profileId } });
+    await tx.subscriptionAssignment.deleteMany({ where: { workspaceId, profileId } });
+    await tx.groupMembership.deleteMany({ where: { workspaceId, profileId } });
+    await tx.event.deleteMany({ where: { workspaceId, identityId: { in: ids } } });
+    await tx.profileAlias.deleteMany({ where: { workspaceId, profileId } });
+  });
 }
 
 /** Events newest first (by event time), keyset-paginated. */

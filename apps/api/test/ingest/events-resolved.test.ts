@@ -95,6 +95,7 @@ describe("migration events_identity_id", () => {
       const { rows } = await c.query(`SELECT indexname FROM pg_indexes WHERE tablename = 'events' ORDER BY indexname`);
       expect(rows.map((r) => r.indexname)).toEqual([
         "events_pkey",
+        "events_workspace_id_event_event_time_idx",
         "events_workspace_id_event_time_idx",
         "events_workspace_id_identity_id_event_time_idx",
       ]);

@@ -23,19 +23,20 @@ export interface ServerProcess {
 const started: ChildProcess[] = [];
 
 /** The environment of the server under test: ours minus anything that points it elsewhere. */
-function serverEnv(dir: string, port: number): NodeJS.ProcessEnv {
+function serverEnv(dir: string, port: number, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (!k.startsWith("TIDINGS_") && k !== "DATABASE_URL" && k !== "PORT" && k !== "HOST") env[k] = v;
   }
-  return { ...env, TIDINGS_DATA_DIR: dir, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" };
+  return { ...env, TIDINGS_DATA_DIR: dir, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...extra };
 }
 
-export async function startServer(dir: string): Promise<ServerProcess> {
+/** Starts the server on `dir`'s embedded PostgreSQL, or as `extraEnv` says (DATABASE_URL, TIDINGS_ROLE, …). */
+export async function startServer(dir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: API_DIR,
-    env: serverEnv(dir, port),
+    env: serverEnv(dir, port, extraEnv),
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -38,6 +38,7 @@ describe("PUT /api/admin/segments definitions", () => {
       updatedAt: expect.any(Number),
       createdAt: expect.any(Number),
       definitionUpdatedAt: expect.any(Number),
+      memberCount: 0,
     });
     // Milliseconds since the epoch, set by this request.
     expect(res.body.createdAt).toBeGreaterThanOrEqual(before - 1000);

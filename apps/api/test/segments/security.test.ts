@@ -26,6 +26,9 @@ beforeAll(async () => {
     body: { add: ["b-user"] },
   });
   expect(added.status).toBe(200);
+  // Membership (and with it memberCount, lastRecomputed) settles before the snapshot is taken.
+  await t.ctx.segments.settle(b.id);
+  segB = (await request(t.url, "GET", `/api/admin/segments/${segB.id}`, { headers: bearer(b.adminKey) })).body;
 });
 afterAll(async () => {
   await t.close();
@@ -73,6 +76,7 @@ const routes: Route[] = [
 ];
 
 async function expectBUntouched() {
+  await t.ctx.segments.settle(b.id);
   const res = await request(t.url, "GET", `/api/admin/segments/${segB.id}`, { headers: bearer(b.adminKey) });
   expect(res.status).toBe(200);
   expect(res.body).toEqual(segB);

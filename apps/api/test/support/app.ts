@@ -7,7 +7,7 @@ import { createWorkspace } from "../../src/auth/service.ts";
 import { loadConfig, type ResolvedConfig } from "../../src/config.ts";
 import { buildApp } from "../../src/http/app.ts";
 import type { AppContext } from "../../src/http/context.ts";
-import { createContext } from "../../src/server.ts";
+import { type ContextOptions, createContext } from "../../src/server.ts";
 
 export const ROOT_KEY = "test-root-key-0123456789abcdef";
 
@@ -44,17 +44,19 @@ export async function createTestDatabase(): Promise<string> {
   return u.toString();
 }
 
-export async function createTestApp(overrides: Partial<ResolvedConfig> = {}): Promise<TestApp> {
+export async function createTestApp(overrides: Partial<ResolvedConfig> & ContextOptions = {}): Promise<TestApp> {
+  const { clock, ...configOverrides } = overrides;
   const databaseUrl = await createTestDatabase();
   const config: ResolvedConfig = {
     ...loadConfig({ LOG_LEVEL: "silent", TIDINGS_KEY_CACHE_SECONDS: "0" }),
     databaseUrl,
     rootKey: ROOT_KEY,
     secretKey: "test-secret-key-0123456789abcdef0123456789",
-    ...overrides,
+    ...configOverrides,
   };
-  const ctx = createContext(config, databaseUrl);
+  const ctx = createContext(config, databaseUrl, clock ? { clock } : {});
   const app = await buildApp(ctx);
+  await ctx.jobs.start();
   const url = await app.listen({ port: 0, host: "127.0.0.1" });
   const newWorkspace = async (name = `ws-${randomUUID()}`) => {
     const created = await createWorkspace(ctx.db.prisma, name);
@@ -70,6 +72,7 @@ export async function createTestApp(overrides: Partial<ResolvedConfig> = {}): Pr
     async close() {
       await app.close();
       await ctx.ingestor.close();
+      await ctx.jobs.stop();
       await ctx.db.close();
     },
   };

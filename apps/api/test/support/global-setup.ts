@@ -7,6 +7,7 @@ import type { TestProject } from "vitest/node";
 import pg from "pg";
 import { startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { migrate } from "../../src/db/migrate.ts";
+import { migrateJobs } from "../../src/jobs/index.ts";
 
 export const TEMPLATE_DB = `tidings_template_${process.pid}`;
 
@@ -42,6 +43,8 @@ export default async function setup(project: TestProject) {
   await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB}`);
   await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
   await migrate(withDatabase(adminUrl, TEMPLATE_DB));
+  // graphile-worker's schema too, so that starting a test app's job layer only checks it.
+  await migrateJobs(withDatabase(adminUrl, TEMPLATE_DB));
   project.provide("adminUrl", adminUrl);
   project.provide("templateDb", TEMPLATE_DB);
 

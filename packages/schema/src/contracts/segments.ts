@@ -89,9 +89,9 @@ export const segmentContracts = [
     path: "/api/admin/segments/{id}/users",
     auth: "admin",
     tags,
-    summary: "List the segment's members, ordered by user id",
+    summary: "List the segment's current members, ordered by user id",
     description:
-      "Lists the hand-set members of a segment whose definition has a `Manual` node. Membership computed from other node types arrives with the segment engine; until then such segments list no users.",
+      "The users for whom the definition is true now, as the segment engine keeps it: within about a second of the change that made them members (an event, a trait, an assignment, a hand-set member) or of the moment a time window made them so. `enteredAt` is when each entered.",
     params: SegmentParams,
     query: SegmentUsersQuery,
     success: { status: 200, description: "A page of members.", schema: SegmentUsersResponse },

@@ -1,5 +1,5 @@
 // Read side of ingested data: a user's profile and the event log.
-import { EventListQuery, EventListResponse, UserParams, UserQuery, UserResource } from "../users.js";
+import { EventListQuery, EventListResponse, UserListQuery, UserListResponse, UserParams, UserQuery, UserResource } from "../users.js";
 import { adminErrors, defineContract } from "./contract.js";
 
 const tags = ["Users"] as const;
@@ -11,10 +11,36 @@ export const userContracts = [
     path: "/api/admin/users/{userId}",
     auth: "admin",
     tags,
-    summary: "Get a user's profile, identities, groups and recent events",
+    summary: "Get a user's profile, identities, groups, segments and recent events",
     params: UserParams,
     query: UserQuery,
     success: { status: 200, description: "The user.", schema: UserResource },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+  defineContract({
+    operationId: "users.list",
+    method: "GET",
+    path: "/api/admin/users",
+    auth: "admin",
+    tags,
+    summary: "List users, ordered by user id",
+    description: "With `segmentId`, only the segment's current members (404 if the segment does not exist).",
+    query: UserListQuery,
+    success: { status: 200, description: "A page of users.", schema: UserListResponse },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+  defineContract({
+    operationId: "users.delete",
+    method: "DELETE",
+    path: "/api/admin/users/{userId}",
+    auth: "admin",
+    tags,
+    summary: "Erase a user",
+    description:
+      "Erases the profile, every event sent under any of its ids, its identity links, group memberships, subscription choices, hand-set and computed segment memberships (an exit is not recorded: the user is gone). `userId` may be any of the user's ids.",
+    params: UserParams,
+    query: UserQuery,
+    success: { status: 204, description: "Erased." },
     errors: adminErrors("NOT_FOUND"),
   }),
   defineContract({

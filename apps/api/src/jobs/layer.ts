@@ -1,0 +1,269 @@
+// The job layer on graphile-worker: tasks registered by the capabilities, run by worker-role
+// processes, enqueued by any process; recurring tasks and LISTEN wake-ups. See index.ts.
+import { EventEmitter } from "node:events";
+import { type Runner, run, runMigrations, type Task, type TaskList, type WorkerEvents, type WorkerPool } from "graphile-worker";
+import pg from "pg";
+import { Listener, type NotificationHandler } from "./listen.ts";
+import { graphileLogger, type JobLog } from "./log.ts";
+import {
+  addJobQuery,
+  ENSURE_RECURRING,
+  type JobOptions,
+  QUEUE_STATS,
+  RECURRING_LOCK_SPACE,
+  SCHEDULE_NEXT_RUN,
+  SCHEDULE_RETRY,
+} from "./sql.ts";
+
+export interface JobInfo {
+  id: string;
+  /** 1 on the first run. */
+  attempts: number;
+  /** Aborted when a shutdown has waited half of `stopTimeoutMs` for this job: stop soon, and throw to be retried. */
+  signal: AbortSignal;
+}
+
+/** Validate the payload (it is JSON from the database). Throwing fails the attempt; it is retried with back-off. */
+// biome-ignore lint/suspicious/noExplicitAny: payloads are parsed by each handler
+export type TaskHandler = (payload: any, job: JobInfo) => Promise<void>;
+
+export interface QueueStats {
+  /** Jobs due to run and not taken by a worker. */
+  depth: number;
+  /** Seconds since the oldest of them was due (0 when there is none). */
+  oldestAgeSeconds: number;
+}
+
+export interface JobLayer {
+  /** Enqueues on the layer's own connection (use `addJobQuery` to enqueue inside a transaction). */
+  add(task: string, payload: unknown, opts?: JobOptions): Promise<void>;
+  /**
+   * Runs `task` (registered with `register`) every `seconds` on exactly one worker of the whole
+   * deployment, never overlapping itself: a self-rescheduling keyed job, not an in-process timer.
+   */
+  recurring(task: string, seconds: number): void;
+  /** LISTEN on a PostgreSQL channel in worker processes; the handler should only enqueue jobs. */
+  listen(channel: string, handler: NotificationHandler): void;
+  register(task: string, handler: TaskHandler): void;
+  /** Migrates graphile-worker's schema (every role); runs jobs and listens only in `all` / `worker`. */
+  start(): Promise<void>;
+  /** Stops taking jobs and waits for running ones, at most `stopTimeoutMs`, then releases them to be retried. */
+  stop(): Promise<void>;
+  queueStats(): Promise<QueueStats>;
+}
+
+export interface JobLayerOptions {
+  connectionString: string;
+  role: "all" | "api" | "worker";
+  /** Jobs run at once by this process (default 4). */
+  concurrency?: number;
+  /**
+   * How often each idle worker slot looks for jobs that became due (default 500 ms). Jobs due at
+   * once are announced by NOTIFY and start within milliseconds; this bounds the lateness of
+   * scheduled ones (`runAt`, recurring, retries). Cost: concurrency × 1000/pollIntervalMs indexed
+   * queries per second per idle process.
+   */
+  pollIntervalMs?: number;
+  /** How long `stop()` waits for running jobs (default 10 000 ms). */
+  stopTimeoutMs?: number;
+  log?: JobLog;
+}
+
+const recurringKey = (task: string) => `recurring:${task}`;
+
+/** Creates or upgrades graphile-worker's schema (`start()` does it too; for `tidings-api migrate`). */
+export async function migrateJobs(connectionString: string, log: JobLog = () => {}): Promise<void> {
+  await runMigrations({ connectionString, logger: graphileLogger(log) });
+}
+
+export function createJobLayer(opts: JobLayerOptions): JobLayer {
+  const concurrency = opts.concurrency ?? 4;
+  const pollInterval = opts.pollIntervalMs ?? 500;
+  const stopTimeoutMs = opts.stopTimeoutMs ?? 10_000;
+  const log = opts.log ?? (() => {});
+  const runsJobs = opts.role !== "api";
+  // Worker slots borrow a connection only to take and finish a job; add graphile-worker's LISTEN
+  // connection, recurring tasks' guards and one for add()/queueStats().
+  const pool = new pg.Pool({
+    connectionString: opts.connectionString,
+    max: runsJobs ? concurrency + 3 : 2,
+    idleTimeoutMillis: 30_000,
+    application_name: "tidings-jobs",
+  });
+  pool.on("error", (err) => log("warn", `idle database connection failed: ${err.message}`));
+  // A checked-out connection's error also surfaces as the failure of its next query.
+  pool.on("connect", (client) => client.on("error", () => {}));
+
+  const handlers = new Map<string, TaskHandler>();
+  const recurringTasks = new Map<string, number>();
+  const channels = new Map<string, NotificationHandler[]>();
+  let phase: "new" | "started" | "stopped" = "new";
+  let starting: Promise<void> | null = null;
+  let stopping: Promise<void> | null = null;
+  let runner: Runner | null = null;
+  let workerPool: WorkerPool | null = null;
+  let listener: Listener | null = null;
+
+  const beforeStart = (what: string) => {
+    if (phase !== "new" || starting) throw new Error(`jobs: ${what} must be called before start()`);
+  };
+
+  const plainTask =
+    (handler: TaskHandler): Task =>
+    (payload, helpers) =>
+      handler(payload, { id: helpers.job.id, attempts: helpers.job.attempts, signal: helpers.abortSignal });
+
+  /**
+   * A recurring run: take the task's guard (a session advisory lock, released by PostgreSQL if
+   * this process dies), schedule the next run, then run the handler. Rescheduling takes the key
+   * off this job and sets it as out of attempts, so nothing may throw after it: errors are
+   * logged, and the next run is the retry. When the previous run still holds the guard, the run
+   * is postponed by a second (or the interval, if shorter) so that no wake-up is lost.
+   */
+  const recurringTask =
+    (task: string, seconds: number, handler: TaskHandler): Task =>
+    async (payload, helpers) => {
+      const key = recurringKey(task);
+      const client = await pool.connect();
+      let locked = false;
+      try {
+        locked = (await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok", [RECURRING_LOCK_SPACE, task]))
+          .rows[0]!.ok;
+        if (!locked) {
+          await client.query(SCHEDULE_RETRY, [task, key, Math.min(seconds, 1)]);
+          return;
+        }
+        await client.query(SCHEDULE_NEXT_RUN, [task, key, helpers.job.run_at, seconds]);
+      } catch (err) {
+        if (locked) await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [RECURRING_LOCK_SPACE, task]).catch(() => {});
+        client.release(true);
+        throw err; // nothing rescheduled: this job keeps its key and is retried
+      }
+      if (!locked) {
+        client.release();
+        return;
+      }
+      try {
+        await plainTask(handler)(payload, helpers);
+      } catch (err) {
+        log("error", `recurring task ${task} failed: ${err instanceof Error ? err.message : String(err)}`);
+      } finally {
+        // Dropping the connection (release(true)) would free the lock too, should unlocking fail.
+        const unlocked = await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [RECURRING_LOCK_SPACE, task]).then(
+          () => true,
+          () => false,
+        );
+        client.release(!unlocked);
+      }
+    };
+
+  async function doStart() {
+    const logger = graphileLogger(log);
+    const ownTasks = runsJobs ? handlers : new Map<string, TaskHandler>();
+    for (const task of recurringTasks.keys()) {
+      if (!handlers.has(task)) throw new Error(`jobs: recurring task ${task} has no handler; register() it`);
+    }
+    if (ownTasks.size === 0) {
+      // Nothing to run here (the api role, or no task yet): graphile-worker would poll for nothing.
+      await runMigrations({ pgPool: pool, logger });
+    } else {
+      const taskList: TaskList = {};
+      for (const [task, handler] of ownTasks) {
+        const seconds = recurringTasks.get(task);
+        taskList[task] = seconds === undefined ? plainTask(handler) : recurringTask(task, seconds, handler);
+      }
+      const events: WorkerEvents = new EventEmitter();
+      events.on("pool:create", ({ workerPool: created }) => {
+        workerPool = created;
+      });
+      runner = await run({
+        pgPool: pool,
+        logger,
+        events,
+        taskList,
+        parsedCronItems: [],
+        concurrency,
+        pollInterval,
+        noHandleSignals: true, // shutdown is ours (main.ts)
+        gracefulShutdownAbortTimeout: Math.floor(stopTimeoutMs / 2),
+        // Unbatched (-1), a finished job's completion is not awaited by the shutdown, which can
+        // then end before the job is marked done (seen in the shutdown test); batched, it is.
+        preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+      });
+      runner.promise.catch((err) => log("error", `job runner stopped: ${err instanceof Error ? err.message : String(err)}`));
+      for (const task of recurringTasks.keys()) await pool.query(ENSURE_RECURRING, [task, recurringKey(task)]);
+    }
+    if (runsJobs && channels.size > 0) {
+      listener = new Listener(opts.connectionString, channels, log);
+      await listener.start();
+    }
+    phase = "started";
+  }
+
+  async function doStop() {
+    phase = "stopped";
+    const runnerStopped = runner ? stopRunner(runner) : undefined; // at once: no new job from here on
+    await listener?.close();
+    await runnerStopped;
+    // A job abandoned by a forceful shutdown may still hold a connection: do not wait for it.
+    await Promise.race([pool.end(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+  }
+
+  async function stopRunner(r: Runner) {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), stopTimeoutMs);
+    });
+    const stopped = r.stop().then(
+      () => false,
+      (err) => {
+        log("warn", `job runner did not stop cleanly: ${err instanceof Error ? err.message : String(err)}`);
+        return false;
+      },
+    );
+    if (await Promise.race([stopped, timedOut])) {
+      log("warn", `jobs still running after ${stopTimeoutMs} ms: releasing them to be retried`);
+      // The runner's own kill() does nothing once a graceful shutdown has begun.
+      const wp = workerPool as WorkerPool | null;
+      if (wp) await Promise.resolve(wp.forcefulShutdown("Tidings is stopping")).catch(() => {});
+      await stopped;
+    }
+    clearTimeout(timer);
+  }
+
+  return {
+    async add(task, payload, jobOpts) {
+      const q = addJobQuery(task, payload, jobOpts);
+      await pool.query(q.text, q.values);
+    },
+    recurring(task, seconds) {
+      beforeStart("recurring()");
+      if (!(seconds > 0 && Number.isFinite(seconds)))
+        throw new Error(`jobs: recurring ${task}: interval must be a positive number of seconds`);
+      recurringTasks.set(task, seconds);
+    },
+    listen(channel, handler) {
+      beforeStart("listen()");
+      channels.set(channel, [...(channels.get(channel) ?? []), handler]);
+    },
+    register(task, handler) {
+      beforeStart("register()");
+      if (handlers.has(task)) throw new Error(`jobs: task ${task} is registered twice`);
+      handlers.set(task, handler);
+    },
+    start() {
+      if (phase !== "new" || starting) return Promise.reject(new Error("jobs: start() may be called once, and not after stop()"));
+      starting = doStart();
+      return starting;
+    },
+    stop() {
+      // While start() runs, stop once it is done; otherwise without yielding first.
+      stopping ??= phase === "new" && starting ? starting.catch(() => {}).then(doStop) : doStop();
+      return stopping;
+    },
+    async queueStats() {
+      const { rows } = await pool.query<{ depth: number; oldest_age_seconds: number }>(QUEUE_STATS);
+      return { depth: rows[0]!.depth, oldestAgeSeconds: rows[0]!.oldest_age_seconds };
+    },
+  };
+}

@@ -1,0 +1,86 @@
+// LISTEN on PostgreSQL channels over one dedicated connection, reconnecting with back-off.
+// Notifications sent while the connection is down are lost (PostgreSQL keeps none for absent
+// listeners): handlers are for low-latency wake-ups, with a recurring job as the safety net.
+import pg from "pg";
+import type { JobLog } from "./log.ts";
+
+export type NotificationHandler = (payload: string) => void | Promise<void>;
+
+const MAX_BACKOFF_MS = 10_000;
+
+export class Listener {
+  private client: pg.Client | null = null;
+  private closed = false;
+  private failures = 0;
+  private retry: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly connectionString: string,
+    private readonly handlers: ReadonlyMap<string, NotificationHandler[]>,
+    private readonly log: JobLog,
+  ) {}
+
+  /** Connects and listens; rejects if the first connection fails. */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => {});
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString, application_name: "tidings-listen" });
+    client.on("error", (err) => this.lost(client, err));
+    client.on("end", () => this.lost(client, new Error("connection closed")));
+    client.on("notification", (msg) => this.dispatch(msg.channel, msg.payload ?? ""));
+    this.client = client;
+    try {
+      await client.connect();
+      for (const channel of this.handlers.keys()) await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+    } catch (err) {
+      if (this.client === client) this.client = null;
+      await client.end().catch(() => {});
+      throw err;
+    }
+    if (this.closed) await client.end().catch(() => {});
+    this.failures = 0;
+  }
+
+  private dispatch(channel: string, payload: string) {
+    for (const handler of this.handlers.get(channel) ?? []) {
+      Promise.resolve()
+        .then(() => handler(payload))
+        .catch((err) => this.log("error", `handler of channel ${channel} failed: ${message(err)}`));
+    }
+  }
+
+  private lost(client: pg.Client, err: Error) {
+    if (this.closed || this.client !== client) return;
+    this.client = null;
+    client.end().catch(() => {});
+    this.log("warn", `LISTEN connection lost (${err.message}); reconnecting`);
+    this.reconnectLater();
+  }
+
+  private reconnectLater() {
+    const delay = Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures++);
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      if (this.closed) return;
+      this.connect().catch((err) => {
+        this.log("warn", `LISTEN reconnection failed (${message(err)}); retrying in a moment`);
+        this.reconnectLater();
+      });
+    }, delay);
+    this.retry.unref();
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

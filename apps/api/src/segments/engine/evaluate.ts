@@ -1,0 +1,74 @@
+// Applies a compiled segment to a scope in one statement: the members it finds enter, the ones
+// it no longer finds leave (each recorded with its time), the per-user next instants are kept,
+// and the segment's member count follows — all in the statement, so it is all or nothing.
+import type { SegmentDefinition } from "@tidings/schema";
+import type pg from "pg";
+import { compileSegment, type SubscriptionGroupTypes } from "./compile.ts";
+
+export interface SegmentToEvaluate {
+  workspaceId: string;
+  id: string;
+  definition: SegmentDefinition;
+}
+
+export interface Evaluated {
+  entered: number;
+  exited: number;
+}
+
+type Queryable = Pick<pg.PoolClient, "query">;
+
+/**
+ * Evaluates `segment` at `now` for `scope` (profile ids; ids that are no longer profiles leave),
+ * or for the whole workspace when `scope` is null — then `lastRecomputed` is set too, if the
+ * stored definition is still `definitionUpdatedAt` (a newer one is recomputed again).
+ */
+export async function evaluateSegment(
+  db: Queryable,
+  segment: SegmentToEvaluate,
+  groups: SubscriptionGroupTypes,
+  now: Date,
+  scope: string[] | null,
+  full?: { definitionUpdatedAt: Date; dependsOn: string[] },
+): Promise<Evaluated> {
+  const compiled = compileSegment(segment.definition, groups);
+  const inScope = (col: string) => `($4::text[] IS NULL OR ${col} = ANY($4::text[]))`;
+  const n = 4 + compiled.values.length;
+  const counts = full
+    ? `member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = $${n + 2}::text[]`
+    : "member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)";
+  const text = `WITH r AS MATERIALIZED (${compiled.text}),
+    ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
+      SELECT $1, $2::uuid, profile_id, $3 FROM r WHERE member
+      ON CONFLICT DO NOTHING RETURNING profile_id),
+    del AS (DELETE FROM segment_memberships m
+      WHERE m.workspace_id = $1 AND m.segment_id = $2::uuid AND ${inScope("m.profile_id")}
+        AND NOT EXISTS (SELECT 1 FROM r WHERE r.profile_id = m.profile_id AND r.member)
+      RETURNING profile_id),
+    changes AS (INSERT INTO segment_membership_changes (workspace_id, segment_id, profile_id, entered, at)
+      SELECT $1, $2::uuid, profile_id, true, $3 FROM ins
+      UNION ALL SELECT $1, $2::uuid, profile_id, false, $3 FROM del),
+    timers AS (INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
+      SELECT $1, $2::uuid, profile_id, next_at FROM r WHERE next_at IS NOT NULL
+      ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at
+        WHERE segment_timers.due_at <> EXCLUDED.due_at),
+    untimed AS (DELETE FROM segment_timers t
+      WHERE t.workspace_id = $1 AND t.segment_id = $2::uuid AND ${inScope("t.profile_id")}
+        AND NOT EXISTS (SELECT 1 FROM r WHERE r.profile_id = t.profile_id AND r.next_at IS NOT NULL)),
+    counted AS (UPDATE segments SET ${counts}
+      WHERE workspace_id = $1 AND id = $2::uuid${full ? ` AND definition_updated_at = $${n + 1}::timestamptz` : ""})
+    SELECT (SELECT count(*) FROM ins)::int AS entered, (SELECT count(*) FROM del)::int AS exited`;
+  const values: unknown[] = [segment.workspaceId, segment.id, now, scope, ...compiled.values];
+  if (full) values.push(full.definitionUpdatedAt, full.dependsOn);
+  const { rows } = await db.query<Evaluated>(text, values);
+  return rows[0]!;
+}
+
+/** The members of a definition at `now`, as a query: `SELECT profile_id FROM (<text>) WHERE member`. */
+export function membersQuery(definition: SegmentDefinition, groups: SubscriptionGroupTypes, workspaceId: string, seed: string, now: Date) {
+  const compiled = compileSegment(definition, groups);
+  return {
+    text: `SELECT profile_id FROM (${compiled.text}) r WHERE member`,
+    values: [workspaceId, seed, now, null, ...compiled.values] as unknown[],
+  };
+}

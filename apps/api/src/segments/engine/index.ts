@@ -1,0 +1,240 @@
+// The segment engine: keeps every segment's membership current (docs/segments.md).
+//
+// Work arrives three ways, all durable in PostgreSQL: outbox rows written in the commit of a
+// change (ingestion, assignments, manual members, deletions), segments whose definition is newer
+// than their last recompute, and timers whose instant has come. One job per workspace,
+// `segments.refresh`, applies all three, under a per-workspace advisory lock, so no two
+// evaluations of a workspace ever overlap. Workers wake it
+// on the outbox's NOTIFY; a job every second wakes it for timers, recomputes and anything a
+// missed notification left behind.
+import { manualSegmentDefinition, type SegmentDefinition } from "@tidings/schema";
+import type pg from "pg";
+import { SEGMENT_CHANGES_CHANNEL } from "../../ingest/sql.ts";
+import type { JobLayer } from "../../jobs/index.ts";
+import { segmentDependencies, type SubscriptionGroupTypes } from "./compile.ts";
+import { evaluateSegment, membersQuery } from "./evaluate.ts";
+
+const REFRESH = "segments.refresh";
+const TICK = "segments.tick";
+/** Outbox rows drained per transaction. */
+const OUTBOX_BATCH = 500;
+/** Timers re-evaluated per transaction. */
+const TIMER_BATCH = 5000;
+
+interface StoredSegment {
+  id: string;
+  definition: SegmentDefinition | null;
+  definition_updated_at: Date;
+  last_recomputed: Date | null;
+  depends_on: string[] | null;
+}
+
+export interface SegmentEngineOptions {
+  pool: pg.Pool;
+  jobs: JobLayer;
+  /** The engine's clock (ms); tests move it. */
+  clock: () => number;
+  log?: (msg: string, err?: unknown) => void;
+}
+
+export class SegmentEngine {
+  constructor(private options: SegmentEngineOptions) {}
+
+  /** Registers the engine's jobs and wake-ups on the job layer (they run in worker processes). */
+  register() {
+    const { jobs } = this.options;
+    jobs.register(REFRESH, async (payload: { workspaceId: string }) => {
+      await this.refresh(payload.workspaceId);
+    });
+    jobs.register(TICK, async () => {
+      for (const workspaceId of await this.workspacesWithWork()) await this.wake(workspaceId);
+    });
+    jobs.recurring(TICK, 1);
+    jobs.listen(SEGMENT_CHANGES_CHANNEL, (workspaceId) => {
+      void this.wake(workspaceId).catch((err) => this.options.log?.("segments: could not enqueue a refresh", err));
+    });
+  }
+
+  /** Enqueues the workspace's refresh (one pending at a time; a running one is followed by another). */
+  wake(workspaceId: string) {
+    return this.options.jobs.add(REFRESH, { workspaceId }, { key: `segments:${workspaceId}` });
+  }
+
+  /**
+   * Applies everything pending for the workspace now: recomputes, the outbox, due timers. Only
+   * one refresh of a workspace runs at a time (a session advisory lock, which PostgreSQL frees if
+   * the process dies); a refresh finding it taken returns at once, and the holder, once it lets
+   * go, wakes the workspace again if changes arrived meanwhile.
+   */
+  async refresh(workspaceId: string, wait = false): Promise<void> {
+    const lock = `segments:${workspaceId}`;
+    const client = await this.options.pool.connect();
+    let locked = false;
+    try {
+      if (wait) {
+        await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [lock]);
+        locked = true;
+      } else {
+        const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", [lock]);
+        locked = rows[0]!.ok;
+      }
+      if (!locked) return;
+      await this.recomputePending(client, workspaceId);
+      while (await this.drainOutbox(client, workspaceId)) {}
+      while (await this.fireTimers(client, workspaceId)) {}
+    } finally {
+      if (locked) await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [lock]);
+      client.release();
+    }
+    // A refresh that found the lock taken while we held it returned: its changes are ours to wake.
+    const { rows } = await this.options.pool.query<{ pending: boolean }>(
+      "SELECT EXISTS (SELECT 1 FROM segment_outbox WHERE workspace_id = $1) AS pending",
+      [workspaceId],
+    );
+    if (rows[0]!.pending) await this.wake(workspaceId);
+  }
+
+  /** Applies everything pending at the engine's clock, waiting for a running refresh first (tests, CLI waits). */
+  settle(workspaceId: string) {
+    return this.refresh(workspaceId, true);
+  }
+
+  /** Recomputes every segment of the workspace from scratch. */
+  async recomputeAll(workspaceId: string) {
+    await this.options.pool.query("UPDATE segments SET last_recomputed = NULL WHERE workspace_id = $1", [workspaceId]);
+    await this.settle(workspaceId);
+  }
+
+  /** The members of a definition now (a broadcast's inline audience), as a query to select from. */
+  async membersOf(workspaceId: string, definition: SegmentDefinition, seed: string) {
+    const groups = await this.groupTypes(this.options.pool, workspaceId);
+    return membersQuery(definition, groups, workspaceId, seed, this.now());
+  }
+
+  private now() {
+    return new Date(this.options.clock());
+  }
+
+  private async workspacesWithWork(): Promise<string[]> {
+    const { rows } = await this.options.pool.query<{ id: string }>(
+      `SELECT w.id FROM workspaces w WHERE
+        EXISTS (SELECT 1 FROM segment_outbox o WHERE o.workspace_id = w.id)
+        OR EXISTS (SELECT 1 FROM segment_timers t WHERE t.workspace_id = w.id AND t.due_at <= $1)
+        OR EXISTS (SELECT 1 FROM segments s WHERE s.workspace_id = w.id
+          AND (s.last_recomputed IS NULL OR s.last_recomputed < s.definition_updated_at))`,
+      [this.now()],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  private async segments(db: pg.PoolClient, workspaceId: string, where = "true", values: unknown[] = []) {
+    const { rows } = await db.query<StoredSegment>(
+      `SELECT id, definition, definition_updated_at, last_recomputed, depends_on FROM segments
+       WHERE workspace_id = $1 AND ${where}`,
+      [workspaceId, ...values],
+    );
+    // A row stored without a definition is a manual segment.
+    return rows.map((r) => ({ ...r, definition: r.definition ?? manualSegmentDefinition() }));
+  }
+
+  private async groupTypes(db: Pick<pg.Pool, "query">, workspaceId: string): Promise<SubscriptionGroupTypes> {
+    const { rows } = await db.query<{ id: string; type: "OptIn" | "OptOut" }>(
+      "SELECT id, type::text AS type FROM subscription_groups WHERE workspace_id = $1",
+      [workspaceId],
+    );
+    return new Map(rows.map((r) => [r.id, r.type]));
+  }
+
+  private async recomputePending(db: pg.PoolClient, workspaceId: string) {
+    const pending = await this.segments(db, workspaceId, "(last_recomputed IS NULL OR last_recomputed < definition_updated_at)");
+    if (pending.length === 0) return;
+    const groups = await this.groupTypes(db, workspaceId);
+    for (const s of pending) {
+      await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
+        definitionUpdatedAt: s.definition_updated_at,
+        dependsOn: segmentDependencies(s.definition),
+      });
+    }
+  }
+
+  /** Applies one batch of outbox rows in one transaction; false when the outbox is empty. */
+  private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
+    await db.query("BEGIN");
+    try {
+      const { rows } = await db.query<{ ids: string[]; keys: string[] }>(
+        `DELETE FROM segment_outbox WHERE workspace_id = $1 AND id IN (
+           SELECT id FROM segment_outbox WHERE workspace_id = $1 ORDER BY id LIMIT ${OUTBOX_BATCH})
+         RETURNING ids, keys`,
+        [workspaceId],
+      );
+      if (rows.length === 0) {
+        await db.query("COMMIT");
+        return false;
+      }
+      const ids = new Set<string>();
+      const keys = new Set<string>();
+      for (const r of rows) {
+        for (const id of r.ids) ids.add(id);
+        for (const k of r.keys) keys.add(k);
+      }
+      const scope = await this.resolveScope(db, workspaceId, [...ids]);
+      const affected = keys.has("*")
+        ? await this.segments(db, workspaceId)
+        : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [[...keys]]);
+      const groups = await this.groupTypes(db, workspaceId);
+      for (const s of affected) {
+        await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope);
+      }
+      await db.query("COMMIT");
+      return rows.length === OUTBOX_BATCH;
+    } catch (err) {
+      await db.query("ROLLBACK").catch(() => {});
+      throw err;
+    }
+  }
+
+  /** The ids as sent and the profiles they belong to now (a linked id's old memberships leave). */
+  private async resolveScope(db: pg.PoolClient, workspaceId: string, ids: string[]): Promise<string[]> {
+    const { rows } = await db.query<{ id: string }>(
+      `SELECT DISTINCT coalesce(a.profile_id, x) AS id FROM unnest($2::text[]) x
+       LEFT JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x`,
+      [workspaceId, ids],
+    );
+    return [...new Set([...ids, ...rows.map((r) => r.id)])];
+  }
+
+  /** Re-evaluates one batch of due timers; false when none is due. */
+  private async fireTimers(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
+    const now = this.now();
+    await db.query("BEGIN");
+    try {
+      const { rows } = await db.query<{ segment_id: string; ids: string[] }>(
+        `SELECT segment_id, array_agg(profile_id) AS ids FROM (
+           SELECT segment_id, profile_id FROM segment_timers WHERE workspace_id = $1 AND due_at <= $2
+           ORDER BY due_at LIMIT ${TIMER_BATCH}) due
+         GROUP BY segment_id`,
+        [workspaceId, now],
+      );
+      const segments = new Map((await this.segments(db, workspaceId)).map((s) => [s.id, s]));
+      const groups = rows.length ? await this.groupTypes(db, workspaceId) : new Map();
+      let fired = 0;
+      for (const r of rows) {
+        fired += r.ids.length;
+        const s = segments.get(r.segment_id);
+        if (s) await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, now, r.ids);
+        // A timer whose evaluation sets the same instant again would fire forever.
+        await db.query("DELETE FROM segment_timers WHERE workspace_id = $1 AND segment_id = $2 AND profile_id = ANY($3) AND due_at <= $4", [
+          workspaceId,
+          r.segment_id,
+          r.ids,
+          now,
+        ]);
+      }
+      await db.query("COMMIT");
+      return fired === TIMER_BATCH;
+    } catch (err) {
+      await db.query("ROLLBACK").catch(() => {});
+      throw err;
+    }
+  }
+}
