@@ -452,6 +452,19 @@ describe("segment engine: keeping membership current", () => {
   });
 });
 
+describe("ad-hoc evaluation", () => {
+  it("the members of an inline definition now, without storing a segment", async () => {
+    clock.now = T;
+    const w = await segmentWorld(t);
+    await w.send([identify("a", { plan: "pro" }, T - HOUR), identify("b", { plan: "free" }, T - HOUR), track({ anonymousId: "v" }, "Seen", T - HOUR)]);
+    const query = await t.ctx.segments.membersOf(w.ws.id, trait("plan", { type: "NotEquals", value: "free" }), "seed");
+    const { rows } = await t.ctx.db.pool.query<{ profile_id: string }>(`SELECT profile_id FROM (${query.text}) m ORDER BY 1`, query.values);
+    expect(rows.map((r) => r.profile_id)).toEqual(["a"]);
+    const everyone = await t.ctx.segments.membersOf(w.ws.id, single({ type: "Everyone" } as never), "seed");
+    expect((await t.ctx.db.pool.query(everyone.text, everyone.values)).rowCount).toBe(3);
+  });
+});
+
 describe("segment dependencies", () => {
   it("index by event names and trait keys; `*` when a user with no data could match", () => {
     expect(segmentDependencies(trait("plan.tier", { type: "Equals", value: "pro" }))).toEqual(["t:plan"]);

@@ -68,7 +68,8 @@ export async function evaluateSegment(
 export function membersQuery(definition: SegmentDefinition, groups: SubscriptionGroupTypes, workspaceId: string, seed: string, now: Date) {
   const compiled = compileSegment(definition, groups);
   return {
-    text: `SELECT profile_id FROM (${compiled.text}) r WHERE member`,
+    // The casts give $2 and $3 their types when the definition does not use them.
+    text: `SELECT profile_id FROM (${compiled.text}) r WHERE member AND $2::text IS NOT NULL AND $3::timestamptz IS NOT NULL`,
     values: [workspaceId, seed, now, null, ...compiled.values] as unknown[],
   };
 }
