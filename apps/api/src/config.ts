@@ -1,4 +1,5 @@
 // The server's configuration: one zod schema over the environment, validated at boot.
+import { isIPv6 } from "node:net";
 import path from "node:path";
 import { z } from "zod";
 
@@ -28,6 +29,44 @@ function parseOrigins(value: string, ctx: z.RefinementCtx): string[] {
 }
 
 const originList = z.string().transform(parseOrigins);
+
+/**
+ * One host of TIDINGS_WEBHOOK_ALLOWED_HOSTS in the form a URL's hostname takes (WHATWG URL
+ * parsing: lower case, punycode, IPv4 in dotted decimal, IPv6 compressed in brackets), or
+ * undefined when the entry is not a bare host (a port, a scheme or a path is not part of an entry).
+ * `localhost` and `localhost.` are different hosts; `::1` and `[::1]` the same.
+ */
+export function normalizeHost(entry: string): string | undefined {
+  const text = isIPv6(entry) ? `[${entry}]` : entry;
+  if (!text || /[/?#@\\\s]/.test(text)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(`http://${text}`);
+  } catch {
+    return undefined;
+  }
+  return url.port === "" && url.pathname === "/" && !text.endsWith(":") && url.hostname !== "" ? url.hostname : undefined;
+}
+
+/** Parses a comma-separated list of hosts (no ports: an entry allows every port of its host). */
+function parseHosts(value: string, ctx: z.RefinementCtx): string[] {
+  const hosts: string[] = [];
+  for (const item of value
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const host = normalizeHost(item);
+    if (host === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        message: `${JSON.stringify(item)} is not a host such as hooks.internal or 10.0.0.5 (no scheme, port or path)`,
+      });
+      return z.NEVER;
+    }
+    if (!hosts.includes(host)) hosts.push(host);
+  }
+  return hosts;
+}
 
 const EnvSchema = z.object({
   DATABASE_URL: z
@@ -71,6 +110,18 @@ const EnvSchema = z.object({
   TIDINGS_ADMIN_CORS_ORIGINS: originList
     .default([])
     .describe("Origins whose pages may call the admin API from a browser; none by default."),
+  TIDINGS_WEBHOOK_ALLOWED_HOSTS: z
+    .string()
+    .transform(parseHosts)
+    .default([])
+    .describe("Hosts webhooks may reach although they are (or resolve to) private, loopback or link-local addresses."),
+  TIDINGS_DELIVERY_LEASE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(3600)
+    .default(30)
+    .describe("A delivery claimed this long ago and still not marked was abandoned by a dead worker: it is sent again (once, same id)."),
 });
 
 export interface Config {
@@ -98,6 +149,13 @@ export interface Config {
   corsOrigins: "*" | string[];
   /** Browser origins allowed on the admin routes; empty: admin answers no CORS at all. */
   adminCorsOrigins: string[];
+  /**
+   * Hosts (as URL hostnames, see normalizeHost) a webhook may target although they are or resolve
+   * to private, loopback or link-local addresses; ports do not matter. Empty: none.
+   */
+  webhookAllowedHosts: string[];
+  /** Seconds after which a claimed, unmarked delivery is claimed again (its worker died). */
+  deliveryLeaseSeconds: number;
 }
 
 /** The configuration once the root and secret keys are known (environment, else credentials.json). */
@@ -143,5 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: (e.TIDINGS_PUBLIC_URL ?? `http://${/^(0\.0\.0\.0|::)$/.test(e.HOST) ? "127.0.0.1" : e.HOST}:${e.PORT}`).replace(/\/+$/, ""),
     corsOrigins: e.TIDINGS_CORS_ORIGINS,
     adminCorsOrigins: e.TIDINGS_ADMIN_CORS_ORIGINS,
+    webhookAllowedHosts: e.TIDINGS_WEBHOOK_ALLOWED_HOSTS,
+    deliveryLeaseSeconds: e.TIDINGS_DELIVERY_LEASE_SECONDS,
   };
 }

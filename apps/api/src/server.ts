@@ -13,6 +13,11 @@ import { Ingestor } from "./ingest/ingestor.ts";
 import { createJobLayer, levelLog } from "./jobs/index.ts";
 import { verifySecretKey } from "./messaging/secret-key.ts";
 import { SegmentEngine } from "./segments/engine/index.ts";
+import { BroadcastRunner } from "./broadcasts/runner.ts";
+import { createSenders } from "./messaging/channels/index.ts";
+import { Deliverer } from "./messaging/deliver.ts";
+import { renderEmail } from "./messaging/render-email.ts";
+import { SecretBox } from "./messaging/secrets.ts";
 
 export interface Tidings {
   app: FastifyInstance;
@@ -31,7 +36,10 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
   const db = createDb(databaseUrl, config.dbPoolSize);
   const log = levelLog(config.logLevel);
   const jobs = createJobLayer({ connectionString: databaseUrl, role: config.role, log });
-  const metrics = createMetrics(jobs);
+  const metrics = createMetrics(jobs, async () => {
+    const { rows } = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM broadcasts WHERE status IN ('Queued', 'Running')");
+    return rows[0]!.n;
+  });
   const ingestor = new Ingestor(db.pool, {
     // One commit at a time gathers the largest groups; measured fastest on small machines.
     maxConcurrentCommits: Math.min(config.ingestCommits, config.dbPoolSize - 1),
@@ -49,7 +57,20 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     log: (msg, err) => log("error", `${msg}: ${err instanceof Error ? err.message : String(err)}`),
   });
   segments.register();
-  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, jobs, segments, metrics };
+  const senders = createSenders({ webhookAllowedHosts: config.webhookAllowedHosts });
+  const deliverer = new Deliverer({
+    pool: db.pool,
+    prisma: db.prisma,
+    box: new SecretBox(config.secretKey),
+    senders,
+    renderEmail,
+    publicUrl: config.publicUrl,
+    secretKey: config.secretKey,
+    leaseSeconds: config.deliveryLeaseSeconds,
+    metrics,
+  });
+  new BroadcastRunner({ pool: db.pool, prisma: db.prisma, jobs, segments, deliverer, log: (msg) => log("info", msg) }).register();
+  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, jobs, segments, senders, metrics };
 }
 
 /** Starts everything but the listener. */
@@ -88,6 +109,7 @@ export async function startTidings(baseConfig: Config, log: (msg: string) => voi
           await app.close();
           await started.ingestor.close();
           await started.jobs.stop();
+          await started.senders.close();
           await started.db.close();
           await embedded?.stop();
         })()),

@@ -11,5 +11,6 @@ export * from "./subscription-groups.js";
 export * from "./journeys.js";
 export * from "./templates.js";
 export * from "./providers.js";
+export * from "./messaging.js";
 export * from "./operations.js";
 export * from "./contracts/index.js";

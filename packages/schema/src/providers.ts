@@ -68,7 +68,12 @@ const twilio = {
   messagingServiceSid: z.string().max(100).optional().describe("Twilio messaging service SID."),
   baseUrl: baseUrl.describe("API base URL; defaults to https://api.twilio.com (override for tests or proxies)."),
 };
-const fcm = { projectId: z.string().min(1).max(200).describe("Firebase project id.") };
+const fcm = {
+  projectId: z.string().min(1).max(200).describe("Firebase project id."),
+  baseUrl: baseUrl.describe(
+    "FCM HTTP v1 API base URL; defaults to https://fcm.googleapis.com (override for tests or proxies). The OAuth token endpoint is the service account's own `token_uri`.",
+  ),
+};
 const expo = { baseUrl: baseUrl.describe("Push API base URL; defaults to https://exp.host.") };
 
 const isJsonObjectText = (text: string) => {
@@ -86,6 +91,23 @@ const serviceAccountJson = (allowMasked: boolean) =>
     "must be the JSON text of a service account key file",
   );
 
+/** `whsec_` followed by standard base64 (padded) of at least one byte. */
+const isStandardWebhooksSecret = (text: string) => {
+  const b64 = text.slice("whsec_".length);
+  return b64.length > 0 && b64.length % 4 === 0 && /^[A-Za-z0-9+/]+={0,2}$/.test(b64);
+};
+const WEBHOOK_SECRET =
+  "Key signing each request per the Standard Webhooks spec: headers `webhook-id` (the delivery id, the receiver's idempotency key), `webhook-timestamp` (Unix seconds) and `webhook-signature` = `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`. " +
+  "`whsec_<base64>` (the Standard Webhooks form; 24 to 64 random bytes are recommended) means the base64-decoded bytes, so a receiver passes it unchanged to a Standard Webhooks library; " +
+  "any other string is used as its own UTF-8 bytes (with the `standardwebhooks` library, verify with `whsec_` + base64 of that string). " +
+  "Without a secret, requests carry `webhook-id` and `webhook-timestamp` but no signature";
+/** In a request the masked value may be sent back (it means "keep"). */
+const webhookSigningSecret = (allowMasked: boolean) =>
+  secret(WEBHOOK_SECRET).refine(
+    (text) => (allowMasked && text.startsWith(SECRET_MASK_PREFIX)) || !text.startsWith("whsec_") || isStandardWebhooksSecret(text),
+    "a secret starting with `whsec_` must continue with padded base64 (the Standard Webhooks form)",
+  );
+
 const needsSender = (c: { fromNumber?: string | undefined; messagingServiceSid?: string | undefined }, ctx: z.RefinementCtx) => {
   if (!c.fromNumber && !c.messagingServiceSid) {
     ctx.addIssue({ code: "custom", path: ["fromNumber"], message: "give `fromNumber` or `messagingServiceSid`" });
@@ -97,9 +119,7 @@ export const SmtpConfig = z.strictObject({ ...smtp, password: secret("Login pass
 export const TwilioConfig = z.strictObject({ ...twilio, authToken: secret("Twilio auth token") }).superRefine(needsSender);
 export const FcmConfig = z.strictObject({ ...fcm, serviceAccountJson: serviceAccountJson(false) });
 export const ExpoConfig = z.strictObject({ ...expo, accessToken: secret("Expo access token (enhanced push security)").optional() });
-export const WebhookConfig = z.strictObject({
-  signingSecret: secret("HMAC-SHA256 key signing each request body (header `x-tidings-signature`)").optional(),
-});
+export const WebhookConfig = z.strictObject({ signingSecret: webhookSigningSecret(false).optional() });
 export const LogConfig = z.strictObject({});
 export type SmtpConfig = z.infer<typeof SmtpConfig>;
 export type TwilioConfig = z.infer<typeof TwilioConfig>;
@@ -151,7 +171,7 @@ export const UpsertChannelProviderRequestBody = z
     z.strictObject({
       ...upsertBase,
       type: z.literal("Webhook"),
-      config: configInput({ signingSecret: secret("HMAC-SHA256 key signing each request body") }),
+      config: configInput({ signingSecret: webhookSigningSecret(true) }),
     }),
     z.strictObject({ ...upsertBase, type: z.literal("Log"), config: LogConfig.default({}) }),
   ])

@@ -37,6 +37,7 @@ const targetKinds: Record<TargetKind, { table: string; holds: string; label: str
 const referrerKinds: Record<ReferrerKind, { table: string; label: string }> = {
   Journey: { table: "journeys", label: "running journey(s)" },
   Segment: { table: "segments", label: "segment(s)" },
+  Broadcast: { table: "broadcasts", label: "unfinished broadcast(s)" },
 };
 
 const ident = (name: string) => Prisma.raw(`"${name}"`);

@@ -6,9 +6,12 @@ import Fastify, { type FastifyInstance, type onRouteHookHandler } from "fastify"
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { registerAdminAuth } from "../auth/admin-plugin.ts";
 import { authRoutes } from "../auth/routes.ts";
+import { broadcastRoutes } from "../broadcasts/routes.ts";
 import { ingestRoutes } from "../ingest/routes.ts";
 import { journeyRoutes } from "../journeys/routes.ts";
+import { deliveryRoutes } from "../messaging/delivery-routes.ts";
 import { providerRoutes } from "../messaging/providers/routes.ts";
+import { unsubscribeRoutes } from "../messaging/unsubscribe-routes.ts";
 import { segmentRoutes } from "../segments/routes.ts";
 import { subscriptionGroupRoutes } from "../subscription-groups/routes.ts";
 import { templateRoutes } from "../templates/routes.ts";
@@ -74,6 +77,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   if (ctx.config.role === "worker") return app;
   await app.register(openApiRoutes);
   await app.register(ingestRoutes, { ctx });
+  await app.register(unsubscribeRoutes, { ctx });
   // The admin API in one instance, closed to browsers unless TIDINGS_ADMIN_CORS_ORIGINS opens it;
   // every route in it is authenticated by its contract's key kind, its workspace resolved once.
   await app.register(async (admin) => {
@@ -86,6 +90,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await admin.register(providerRoutes, { ctx });
     await admin.register(segmentRoutes, { ctx });
     await admin.register(subscriptionGroupRoutes, { ctx });
+    await admin.register(broadcastRoutes, { ctx });
+    await admin.register(deliveryRoutes, { ctx });
   });
   return app;
 }

@@ -16,5 +16,7 @@ export interface AppContext {
   jobs: JobLayer;
   /** Keeps segment membership current (docs/segments.md). */
   segments: SegmentEngine;
+  /** Channel senders (pooled connections, cached tokens), closed after the jobs stop. */
+  senders: { close(): Promise<void> };
   metrics: Metrics;
 }

@@ -6,7 +6,7 @@ import client from "prom-client";
 import type { JobLayer } from "../jobs/index.ts";
 import { route } from "./route.ts";
 
-export function createMetrics(jobs: Pick<JobLayer, "queueStats">) {
+export function createMetrics(jobs: Pick<JobLayer, "queueStats">, broadcastsRunning: () => Promise<number> = async () => 0) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   registerEventLoopDelay(registry);
@@ -40,7 +40,28 @@ export function createMetrics(jobs: Pick<JobLayer, "queueStats">) {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers: [registry],
   });
-  return { registry, requests, latency, eventsReceived, eventsStored, commitSeconds };
+  const deliveries = new client.Counter({
+    name: "tidings_deliveries_total",
+    help: "Delivery outcomes by channel and status (Sent, Failed, Skipped, Retry: a transient failure to be retried)",
+    labelNames: ["channel", "status"] as const,
+    registers: [registry],
+  });
+  const providerSeconds = new client.Histogram({
+    name: "tidings_provider_request_duration_seconds",
+    help: "Time a provider took to answer one send call (a batch for Expo) by provider type",
+    labelNames: ["provider"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  new client.Gauge({
+    name: "tidings_broadcasts_in_progress",
+    help: "Broadcasts queued or running",
+    registers: [registry],
+    async collect() {
+      this.set(await broadcastsRunning().catch(() => Number.NaN));
+    },
+  });
+  return { registry, requests, latency, eventsReceived, eventsStored, commitSeconds, deliveries, providerSeconds };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,14 +1,15 @@
-// The one LiquidJS engine of the server, configured for templates written by admins and data
-// sent by end users: no file system, own properties only, unknown filters are errors, and the
-// DoS limits liquidjs offers (template size, render time, counted allocations).
+// The LiquidJS engines of the server, configured for templates written by admins and data sent
+// by end users: no file system, own properties only, unknown filters are errors, and the DoS
+// limits liquidjs offers (template size, render time, counted allocations). `liquid` renders
+// every field but an Email `body`, which `htmlLiquid` renders with every output HTML-escaped.
 import type { ErrorIssue, MessageTemplateDefinition, RenderedFields } from "@tidings/schema";
-import { Liquid } from "liquidjs";
+import { filters, Liquid, type LiquidOptions } from "liquidjs";
 import { badRequest } from "../http/errors.ts";
 
 /** Cap on the rendered size of a whole message, on top of liquidjs's memoryLimit. */
 export const MAX_RENDERED_CHARS = 1_000_000;
 
-export const liquid = new Liquid({
+const options: LiquidOptions = {
   // An empty in-memory file map: {% include %}, {% render %} and {% layout %} find nothing and
   // can never read the server's disk.
   templates: {},
@@ -22,7 +23,28 @@ export const liquid = new Liquid({
   parseLimit: 1_000_000,
   renderLimit: 1_000,
   memoryLimit: 10_000_000,
-});
+};
+
+export const liquid = new Liquid(options);
+
+/**
+ * The engine of an Email `body`: every `{{ … }}` (and `{% echo %}`, `{% cycle %}`) output is
+ * HTML-escaped, so a trait like `<script>` arrives as text. An admin outputs trusted HTML
+ * deliberately with `| raw` as the last filter (`{{ user.bio_html | raw }}`). `escape`,
+ * `escape_once` and `xml_escape` already escape, so they count as raw here and `{{ x | escape }}`
+ * is not escaped twice. Escaping applies to each output, so a `{% capture %}`d variable holds
+ * escaped text: print it with `{{ captured | raw }}`. Trait values are never parsed as Liquid.
+ */
+export const htmlLiquid = new Liquid({ ...options, outputEscape: "escape" });
+for (const name of ["escape", "escape_once", "xml_escape"]) {
+  const handler = filters[name];
+  if (typeof handler !== "function") throw new Error(`liquidjs has no ${name} filter`);
+  htmlLiquid.registerFilter(name, { handler, raw: true });
+}
+
+/** The engine that renders a field: Email `body` is HTML, everything else is text. */
+export const engineFor = (definition: MessageTemplateDefinition, path: readonly string[]): Liquid =>
+  definition.type === "Email" && path.length === 1 && path[0] === "body" ? htmlLiquid : liquid;
 
 /** The Liquid fields of a definition as [path, text]; `type` and webhook `method` are not templates. */
 function* liquidFields(definition: MessageTemplateDefinition): Generator<[string[], string]> {
@@ -78,7 +100,7 @@ export async function renderDefinition(
   for (const [path, text] of liquidFields(definition)) {
     let out: string;
     try {
-      out = String(await liquid.parseAndRender(text, scope));
+      out = String(await engineFor(definition, path).parseAndRender(text, scope));
     } catch (err) {
       issues.push({ path: [prefix, ...path].join("."), message: `Liquid error: ${errorMessage(err)}` });
       continue;

@@ -4,6 +4,7 @@ import type { Contract } from "./contract.js";
 import { ingestContracts } from "./ingest.js";
 import { journeyContracts } from "./journeys.js";
 import { keyContracts } from "./keys.js";
+import { messagingContracts } from "./messaging.js";
 import { operationContracts } from "./operations.js";
 import { providerContracts } from "./providers.js";
 import { segmentContracts } from "./segments.js";
@@ -25,6 +26,7 @@ export const contracts = [
   ...journeyContracts,
   ...templateContracts,
   ...providerContracts,
+  ...messagingContracts,
   ...operationContracts,
 ] as const satisfies readonly Contract[];
 

@@ -1,0 +1,240 @@
+// The Email channel over SMTP (nodemailer): one pooled transport per provider config, one
+// multipart/alternative message per delivery, the SMTP answer mapped to sent / failed / retry.
+import { createHash } from "node:crypto";
+import type { SmtpConfig } from "@tidings/schema";
+import nodemailer, { type NodemailerError, type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from "nodemailer";
+import type { ChannelSender, EmailRendered, OutgoingMessage, PermanentFailure, SendOutcome, TransientFailure } from "./types.ts";
+
+export type SmtpSenderConfig = SmtpConfig & { password?: string };
+
+export interface EmailSenderOptions {
+  /** Messages of one batch in flight at once, and SMTP connections per provider. Default 5. */
+  concurrency?: number;
+  /** Waiting for the TCP (or TLS) connection. Default 5 000 ms. */
+  connectionTimeoutMs?: number;
+  /** Waiting for the server's greeting once connected. Default 5 000 ms. */
+  greetingTimeoutMs?: number;
+  /** Socket inactivity during a session. Default 15 000 ms. */
+  socketTimeoutMs?: number;
+  /** Whole send of one message, queueing in the pool included; a server trickling replies is cut off. Default 60 000 ms. */
+  sendTimeoutMs?: number;
+  /** Right-hand side of the Message-ID `<deliveryId@domain>`. Default `tidings`. */
+  messageIdDomain?: string;
+  /** Pooled transports kept (one per distinct provider config); the least recently used is closed beyond it. Default 50. */
+  maxTransports?: number;
+  /** Called with errors a pooled transport reports outside any send (an idle connection dropping). */
+  onTransportError?: (err: Error) => void;
+}
+
+/** Headers the sender sets itself: a template's `headers` may not set them. */
+const RESERVED_HEADERS = new Set([
+  "from",
+  "to",
+  "cc",
+  "bcc",
+  "subject",
+  "reply-to",
+  "sender",
+  "return-path",
+  "message-id",
+  "date",
+  "mime-version",
+  "content-type",
+  "content-transfer-encoding",
+  "list-unsubscribe",
+  "list-unsubscribe-post",
+]);
+/** RFC 5322 field name: printable ASCII but the colon. */
+const HEADER_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
+/** CR, LF and every other control character but tab: in a header value they are an injection. */
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
+/** A single bare address: the delivery's contact point, never a list or a display name. */
+const ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+$/;
+const DELIVERY_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+const MAX_REASON = 1_000;
+
+class Refused extends Error {}
+type Pool = Transporter<SMTPPoolSentMessageInfo>;
+
+const failed = (reason: string): PermanentFailure => ({ status: "failed", reason: reason.slice(0, MAX_REASON) });
+const retry = (reason: string): TransientFailure => ({ status: "retry", reason: reason.slice(0, MAX_REASON) });
+
+/** A header value, trimmed; CR/LF or other control characters inside refuse the message. */
+function headerValue(name: string, value: string): string {
+  const trimmed = value.trim();
+  if (CONTROL.test(trimmed)) throw new Refused(`header injection refused: ${name} contains a line break or control character`);
+  return trimmed;
+}
+
+/** The nodemailer message of one delivery; throws `Refused` for what no retry can fix. */
+export function buildMail(message: OutgoingMessage<EmailRendered>, config: SmtpSenderConfig, messageIdDomain = "tidings"): SendMailOptions {
+  const { rendered } = message;
+  if (!DELIVERY_ID.test(message.deliveryId)) throw new Refused(`delivery id ${JSON.stringify(message.deliveryId)} cannot be a Message-ID`);
+  const to = headerValue("To", message.to);
+  if (!ADDRESS.test(to)) throw new Refused(`invalid recipient address ${JSON.stringify(message.to)}`);
+  const from = headerValue("From", rendered.from) || headerValue("From", config.from ?? "");
+  if (!from) throw new Refused("no sender: the template's from renders empty and the provider has no default from");
+
+  const mail: SendMailOptions = {
+    from,
+    to,
+    subject: headerValue("Subject", rendered.subject),
+    html: rendered.html,
+    text: rendered.text,
+    messageId: `<${message.deliveryId}@${messageIdDomain}>`,
+    // No attachment or content is ever read from the server's disk or fetched from a URL.
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  };
+  const optional = { replyTo: "Reply-To", cc: "Cc", bcc: "Bcc" } as const;
+  for (const [key, name] of Object.entries(optional) as [keyof typeof optional, string][]) {
+    const value = headerValue(name, rendered[key] ?? "");
+    if (value) mail[key] = value;
+  }
+
+  const headers: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(rendered.headers ?? {})) {
+    if (!HEADER_NAME.test(name)) throw new Refused(`header injection refused: invalid header name ${JSON.stringify(name)}`);
+    if (RESERVED_HEADERS.has(name.toLowerCase())) throw new Refused(`header ${name} is set by the sender, not by a template`);
+    const value = headerValue(name, raw);
+    if (value) headers[name] = value;
+  }
+  if (message.unsubscribeUrl !== undefined) {
+    const url = headerValue("List-Unsubscribe", message.unsubscribeUrl);
+    if (!/^https?:\/\/[^\s<>]+$/.test(url)) throw new Refused(`invalid unsubscribe URL ${JSON.stringify(url)}`);
+    // RFC 8058 one-click unsubscribe: the URL in angle brackets plus the POST marker.
+    headers["List-Unsubscribe"] = `<${url}>`;
+    headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click";
+  }
+  if (Object.keys(headers).length) mail.headers = headers;
+  return mail;
+}
+
+/** The outcome of a nodemailer error: a 5xx reply or a refused message fails, the rest is retried. */
+export function outcomeOfError(err: NodemailerError): PermanentFailure | TransientFailure {
+  const reason = err.response?.trim() || err.message;
+  if (typeof err.responseCode === "number") {
+    // RFC 5321: 5yz is a permanent rejection, 4yz transient; 503 (bad sequence) is the session's
+    // state, not the message's, so a new connection may succeed.
+    return err.responseCode >= 500 && err.responseCode !== 503 ? failed(reason) : retry(reason);
+  }
+  if (err.name === "AbortError" || err.code === "EABORT") return retry("timed out sending the message");
+  switch (err.code) {
+    // Credentials missing or refused, a malformed envelope or message, a bad config: a retry
+    // sends the same thing to the same server.
+    case "EAUTH":
+    case "EENVELOPE":
+    case "EMESSAGE":
+    case "ECONFIG":
+    case "EMAXRECIPIENTS":
+      return failed(reason);
+    // Connection refused/reset, DNS, TLS, timeouts, protocol hiccups.
+    default:
+      return retry(err.code ? `${err.code}: ${reason}` : reason);
+  }
+}
+
+/** Stable key of the settings a connection depends on (hashed: the password is part of it). */
+function transportKey(config: SmtpSenderConfig): string {
+  const { host, port, secure, username, password } = config;
+  return createHash("sha256")
+    .update(JSON.stringify([host, port, secure ?? null, username ?? null, password ?? null]))
+    .digest("hex");
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfig> {
+  readonly #options: Required<Omit<EmailSenderOptions, "onTransportError">> & Pick<EmailSenderOptions, "onTransportError">;
+  /** Insertion order is recency: a used transport is moved to the end. */
+  readonly #transports = new Map<string, Pool>();
+
+  constructor(options: EmailSenderOptions = {}) {
+    this.#options = {
+      concurrency: 5,
+      connectionTimeoutMs: 5_000,
+      greetingTimeoutMs: 5_000,
+      socketTimeoutMs: 15_000,
+      sendTimeoutMs: 60_000,
+      messageIdDomain: "tidings",
+      maxTransports: 50,
+      ...options,
+    };
+  }
+
+  #transport(config: SmtpSenderConfig): Pool {
+    const key = transportKey(config);
+    let transport = this.#transports.get(key);
+    if (transport) {
+      this.#transports.delete(key);
+    } else {
+      const o = this.#options;
+      transport = nodemailer.createTransport({
+        pool: true,
+        host: config.host,
+        port: config.port,
+        secure: config.secure ?? config.port === 465,
+        ...(config.username ? { auth: { user: config.username, pass: config.password ?? "" } } : {}),
+        maxConnections: o.concurrency,
+        maxMessages: 100,
+        idleTimeout: 60_000,
+        connectionTimeout: o.connectionTimeoutMs,
+        greetingTimeout: o.greetingTimeoutMs,
+        socketTimeout: o.socketTimeoutMs,
+        dnsTimeout: o.connectionTimeoutMs,
+      });
+      // A pooled transport may report an error outside any send; unhandled it would crash the process.
+      transport.on("error", (err: Error) => o.onTransportError?.(err));
+      while (this.#transports.size >= o.maxTransports) {
+        const [oldest, old] = this.#transports.entries().next().value as [string, Pool];
+        this.#transports.delete(oldest);
+        old.close();
+      }
+    }
+    this.#transports.set(key, transport);
+    return transport;
+  }
+
+  async #sendOne(message: OutgoingMessage<EmailRendered>, config: SmtpSenderConfig): Promise<SendOutcome> {
+    let mail: SendMailOptions;
+    try {
+      mail = buildMail(message, config, this.#options.messageIdDomain);
+    } catch (err) {
+      if (err instanceof Refused) return failed(err.message);
+      throw err;
+    }
+    try {
+      const info = await this.#transport(config).sendMail({ ...mail, signal: AbortSignal.timeout(this.#options.sendTimeoutMs) });
+      // Some recipients may be refused while others (Cc, Bcc) were accepted: the delivery is to `to`.
+      const to = message.to.trim().toLowerCase();
+      if (info.rejected.some((address) => address.toLowerCase() === to)) {
+        const why = info.rejectedErrors?.find((e) => e.recipient?.toLowerCase() === to);
+        return why ? outcomeOfError(why) : failed(`recipient ${message.to} rejected: ${info.response}`);
+      }
+      return { status: "sent", providerMessageId: info.messageId };
+    } catch (err) {
+      if (err instanceof Error) return outcomeOfError(err as NodemailerError);
+      throw err;
+    }
+  }
+
+  async send(messages: OutgoingMessage<EmailRendered>[], config: SmtpSenderConfig): Promise<SendOutcome[]> {
+    return mapLimit(messages, this.#options.concurrency, (message) => this.#sendOne(message, config));
+  }
+
+  async close(): Promise<void> {
+    const transports = [...this.#transports.values()];
+    this.#transports.clear();
+  }
+}

@@ -1,0 +1,25 @@
+// One sender per provider type, shared by every send of the process; closed at shutdown.
+import type { Senders } from "../deliver.ts";
+import { EmailSender } from "./email.ts";
+import { ExpoSender } from "./expo.ts";
+import { FcmSender } from "./fcm.ts";
+import { LogSender } from "./log.ts";
+import { TwilioSender } from "./twilio.ts";
+import { WebhookSender } from "./webhook.ts";
+
+export function createSenders(options: { webhookAllowedHosts: string[] }): Senders & { close(): Promise<void> } {
+  const senders: Senders = {
+    Smtp: new EmailSender(),
+    Twilio: new TwilioSender(),
+    Fcm: new FcmSender(),
+    Expo: new ExpoSender(),
+    Webhook: new WebhookSender({ allowedHosts: options.webhookAllowedHosts }),
+    Log: new LogSender(),
+  };
+  return {
+    ...senders,
+    async close() {
+      await Promise.all(Object.values(senders).map((s) => s.close?.()));
+    },
+  };
+}

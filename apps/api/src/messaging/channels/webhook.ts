@@ -1,0 +1,413 @@
+// The built-in Webhook channel: one HTTP request per message, signed per the Standard Webhooks
+// spec (https://www.standardwebhooks.com), sent through one shared keep-alive undici Agent.
+//
+// Server-side request forgery guard: a target that is, or resolves to, a loopback, private,
+// link-local, unspecified, shared (CGNAT), multicast or reserved address is refused unless its
+// host is allow-listed (TIDINGS_WEBHOOK_ALLOWED_HOSTS). Host names are checked inside the Agent's
+// DNS lookup, on the addresses the socket then connects to (no second resolution a rebinding DNS
+// server could answer differently); IP literals, which sockets never look up, before each request.
+// Redirects are followed here (never by undici), each hop checked again.
+import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
+import { lookup as dnsLookup } from "node:dns/promises";
+import { BlockList, isIP, type LookupFunction } from "node:net";
+import { Agent, type Dispatcher } from "undici";
+import type { WebhookConfig } from "@tidings/schema";
+import { normalizeHost } from "../../config.ts";
+import type { ChannelSender, OutgoingMessage, SendOutcome, WebhookRendered } from "./types.ts";
+
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+/** Resolves a host name to every address it has (as `dns.lookup` with `all: true` does). */
+export type WebhookResolver = (hostname: string) => Promise<ResolvedAddress[]>;
+
+export interface WebhookSenderOptions {
+  /** Hosts that may be private/loopback/link-local (URL hostnames, exact match, any port). */
+  allowedHosts: string[];
+  /** Budget of one message, redirects included: connect, response headers, body gaps. Default 10 s. */
+  timeoutMs?: number;
+  /** Redirects followed per message (each hop re-checked); one more is a permanent failure. Default 3. */
+  maxRedirects?: number;
+  /** Requests in flight per `send` call. Default 32. */
+  concurrency?: number;
+  /** Keep-alive connections per origin (shared by every `send`). Default 64. */
+  connectionsPerOrigin?: number;
+  /** How long a host name's addresses are reused for new connections. Default 10 s; 0 disables. */
+  dnsCacheMs?: number;
+  /** Host name resolution; defaults to the system resolver (`dns.lookup`, so /etc/hosts counts). */
+  resolver?: WebhookResolver;
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_MAX_REDIRECTS = 3;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Template headers we never pass on: framing and connection management are the client's, `host` the URL's. */
+const DROPPED_HEADERS = new Set([
+  "host",
+  "content-length",
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "expect",
+]);
+/** Headers not carried to another origin by a redirect (as browsers do). */
+const CREDENTIAL_HEADERS = ["authorization", "proxy-authorization", "cookie"];
+const SIGNATURE_HEADERS = new Set(["webhook-id", "webhook-timestamp", "webhook-signature"]);
+
+// ---------------------------------------------------------------------------------------------
+// Address classification
+
+const RANGES: [kind: string, subnets: [string, number, "ipv4" | "ipv6"][]][] = [
+  [
+    "unspecified",
+    [
+      ["0.0.0.0", 8, "ipv4"],
+      ["::", 128, "ipv6"],
+    ],
+  ],
+  [
+    "loopback",
+    [
+      ["127.0.0.0", 8, "ipv4"],
+      ["::1", 128, "ipv6"],
+    ],
+  ],
+  [
+    "private",
+    [
+      ["10.0.0.0", 8, "ipv4"],
+      ["172.16.0.0", 12, "ipv4"],
+      ["192.168.0.0", 16, "ipv4"],
+      ["fc00::", 7, "ipv6"],
+      ["fec0::", 10, "ipv6"],
+    ],
+  ],
+  [
+    "link-local",
+    [
+      ["169.254.0.0", 16, "ipv4"],
+      ["fe80::", 10, "ipv6"],
+    ],
+  ],
+  ["shared (CGNAT)", [["100.64.0.0", 10, "ipv4"]]],
+  [
+    "multicast",
+    [
+      ["224.0.0.0", 4, "ipv4"],
+      ["ff00::", 8, "ipv6"],
+    ],
+  ],
+  // 240/4 includes 255.255.255.255; ::/96 is the deprecated IPv4-compatible form (::127.0.0.1).
+  [
+    "reserved",
+    [
+      ["240.0.0.0", 4, "ipv4"],
+      ["::", 96, "ipv6"],
+    ],
+  ],
+];
+const BLOCK_LISTS: [string, BlockList][] = RANGES.map(([kind, subnets]) => {
+  const list = new BlockList();
+  // BlockList also matches IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) against IPv4 subnets.
+  for (const [net, prefix, type] of subnets) list.addSubnet(net, prefix, type);
+  return [kind, list];
+});
+
+/**
+ * Why an IP address may not be a webhook target (`"loopback"`, `"private"`, …), or undefined when
+ * it is a public address. IPv4-mapped IPv6 addresses count as the IPv4 address they carry.
+ */
+export function forbiddenAddressKind(address: string): string | undefined {
+  const version = isIP(address);
+  if (version === 0) return "not an IP address";
+  const type = version === 4 ? "ipv4" : "ipv6";
+  for (const [kind, list] of BLOCK_LISTS) if (list.check(address, type)) return kind;
+  return undefined;
+}
+
+/** A target refused by the guard; a permanent failure. */
+export class WebhookTargetRefusedError extends Error {
+  override name = "WebhookTargetRefusedError";
+  readonly code = "ETIDINGS_WEBHOOK_REFUSED";
+}
+
+const allowHint = "; add the host to TIDINGS_WEBHOOK_ALLOWED_HOSTS to allow it";
+
+// ---------------------------------------------------------------------------------------------
+// Signing
+
+/**
+ * The HMAC key of a signing secret. `whsec_<base64>` (the Standard Webhooks form) is the base64
+ * decoded bytes; any other string is its own UTF-8 bytes (a receiver using the `standardwebhooks`
+ * library passes `"whsec_" + base64(secret)`, or the bytes with `{ format: "raw" }`).
+ * Throws when a `whsec_` secret is not base64 or is empty.
+ */
+export function webhookSigningKey(secret: string): Buffer {
+  if (secret.startsWith("whsec_")) {
+    const b64 = secret.slice("whsec_".length);
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 !== 0 || b64.length === 0) {
+      throw new Error("a signing secret starting with `whsec_` must continue with base64 (the Standard Webhooks form)");
+    }
+    return Buffer.from(b64, "base64");
+  }
+  if (secret.length === 0) throw new Error("the signing secret is empty");
+  return Buffer.from(secret, "utf8");
+}
+
+/** `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, the Standard Webhooks signature. */
+export function signWebhook(key: KeyObject | Buffer, id: string, timestampSeconds: number, body: string): string {
+  return `v1,${createHmac("sha256", key).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const failed = (reason: string): SendOutcome => ({ status: "failed", reason });
+const retry = (reason: string, retryAfterMs?: number): SendOutcome =>
+  retryAfterMs === undefined ? { status: "retry", reason } : { status: "retry", reason, retryAfterMs };
+
+/** Retry-After as milliseconds from now: delta-seconds or an HTTP date; undefined when absent or invalid. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!v) return undefined;
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+const headerText = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+
+/** A URL for a reason: no credentials, no query (either may carry tokens). */
+const shown = (url: URL) => `${url.protocol}//${url.host}${url.pathname}`;
+
+/**
+ * Sends webhooks. One instance per process: it owns the keep-alive connection pool and the DNS
+ * cache; `close()` releases them (in-flight requests finish first).
+ */
+export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConfig> {
+  private readonly allowed: Set<string>;
+  private readonly timeoutMs: number;
+  private readonly maxRedirects: number;
+  private readonly concurrency: number;
+  private readonly dnsCacheMs: number;
+  private readonly resolver: WebhookResolver;
+  private readonly dnsCache = new Map<string, { expires: number; addresses: Promise<ResolvedAddress[]> }>();
+  private readonly keys = new Map<string, KeyObject | Error>();
+  private readonly literalVerdicts = new Map<string, string | null>();
+  private readonly agent: Agent;
+
+  constructor(options: WebhookSenderOptions) {
+    this.allowed = new Set(options.allowedHosts.map((h) => normalizeHost(h.trim()) ?? h.trim().toLowerCase()));
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    this.concurrency = Math.max(1, options.concurrency ?? 32);
+    this.dnsCacheMs = options.dnsCacheMs ?? 10_000;
+    this.resolver = options.resolver ?? ((host) => dnsLookup(host, { all: true, verbatim: true }) as Promise<ResolvedAddress[]>);
+    this.agent = new Agent({
+      connections: options.connectionsPerOrigin ?? 64,
+      keepAliveTimeout: 4_000,
+      connect: { timeout: this.timeoutMs, lookup: this.guardedLookup },
+    });
+  }
+
+  async send(messages: OutgoingMessage<WebhookRendered>[], config: WebhookConfig): Promise<SendOutcome[]> {
+    let key: KeyObject | undefined;
+    if (config.signingSecret) {
+      const k = this.signingKey(config.signingSecret);
+      if (k instanceof Error) return messages.map(() => failed(`webhook signing secret: ${k.message}`));
+      key = k;
+    }
+    const outcomes = new Array<SendOutcome>(messages.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < messages.length) {
+        const i = next++;
+        outcomes[i] = await this.sendOne(messages[i]!, key);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.concurrency, messages.length) }, worker));
+    return outcomes;
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+    this.dnsCache.clear();
+  }
+
+  private signingKey(secret: string): KeyObject | Error {
+    let key = this.keys.get(secret);
+    if (!key) {
+      try {
+        key = createSecretKey(webhookSigningKey(secret));
+      } catch (err) {
+        key = err as Error;
+      }
+      if (this.keys.size >= 1000) this.keys.clear();
+      this.keys.set(secret, key);
+    }
+    return key;
+  }
+
+  /** Why the URL may not be requested (scheme, IP literal), or undefined; host names are checked at lookup. */
+  private refusal(url: URL): string | undefined {
+    if (url.protocol !== "http:" && url.protocol !== "https:") return `scheme ${url.protocol} is not http or https`;
+    const host = url.hostname;
+    if (this.allowed.has(host)) return undefined;
+    let verdict = this.literalVerdicts.get(host);
+    if (verdict === undefined) {
+      const ip = host.startsWith("[") ? host.slice(1, -1) : host;
+      verdict = isIP(ip) ? (forbiddenAddressKind(ip) ?? null) : null;
+      if (this.literalVerdicts.size >= 10_000) this.literalVerdicts.clear();
+      this.literalVerdicts.set(host, verdict);
+    }
+    return verdict === null ? undefined : `${host} is a ${verdict} address${allowHint}`;
+  }
+
+  private resolve(hostname: string): Promise<ResolvedAddress[]> {
+    const now = Date.now();
+    const cached = this.dnsCache.get(hostname);
+    if (cached && cached.expires > now) return cached.addresses;
+    const addresses = this.resolver(hostname);
+    if (this.dnsCacheMs > 0) {
+      if (this.dnsCache.size >= 10_000) this.dnsCache.clear();
+      this.dnsCache.set(hostname, { expires: now + this.dnsCacheMs, addresses });
+      addresses.catch(() => {
+        if (this.dnsCache.get(hostname)?.addresses === addresses) this.dnsCache.delete(hostname);
+      });
+    }
+    return addresses;
+  }
+
+  /** net.connect's `lookup`: resolves, then refuses forbidden addresses of hosts not allow-listed. */
+  private readonly guardedLookup: LookupFunction = (hostname, options, callback) => {
+    const cb = callback as (err: NodeJS.ErrnoException | null, address?: string | ResolvedAddress[], family?: number) => void;
+    this.resolve(hostname).then(
+      (all) => {
+        if (!this.allowed.has(hostname)) {
+          for (const { address } of all) {
+            const kind = forbiddenAddressKind(address);
+            if (kind) return cb(new WebhookTargetRefusedError(`${hostname} resolves to ${address}, a ${kind} address${allowHint}`));
+          }
+        }
+        const family = options.family === 4 || options.family === 6 ? options.family : 0;
+        const usable = family ? all.filter((a) => a.family === family) : all;
+        if (usable.length === 0) {
+          const err: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname}`);
+          err.code = "ENOTFOUND";
+          return cb(err);
+        }
+        if (options.all) cb(null, usable);
+        else cb(null, usable[0]!.address, usable[0]!.family);
+      },
+      (err: NodeJS.ErrnoException) => cb(err),
+    );
+  };
+
+  private async sendOne(message: OutgoingMessage<WebhookRendered>, key: KeyObject | undefined): Promise<SendOutcome> {
+    const rendered = message.rendered;
+    let url: URL;
+    try {
+      url = new URL(rendered.url);
+    } catch {
+      return failed(`invalid webhook URL ${JSON.stringify(rendered.url.slice(0, 200))}`);
+    }
+    let method: string = rendered.method;
+    let body = rendered.body;
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(rendered.headers ?? {})) {
+      const lower = name.toLowerCase();
+      if (!DROPPED_HEADERS.has(lower) && !SIGNATURE_HEADERS.has(lower)) headers[lower] = value;
+    }
+    if (body !== undefined && body !== "" && headers["content-type"] === undefined) headers["content-type"] = "application/json";
+    if (headers["user-agent"] === undefined) headers["user-agent"] = "Tidings-Webhooks/1";
+    if ((url.username || url.password) && headers["authorization"] === undefined) {
+      const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+      headers["authorization"] = `Basic ${Buffer.from(credentials).toString("base64")}`;
+    }
+    const timestamp = Math.floor(Date.now() / 1000);
+    headers["webhook-id"] = message.deliveryId;
+    headers["webhook-timestamp"] = String(timestamp);
+    const deadline = Date.now() + this.timeoutMs;
+
+    for (let hop = 0; ; hop++) {
+      const via = hop === 0 ? "" : `redirect to ${shown(url)} refused: `;
+      const refused = this.refusal(url);
+      if (refused) return failed(`webhook target refused: ${via}${refused}`);
+      if (key) headers["webhook-signature"] = signWebhook(key, message.deliveryId, timestamp, body ?? "");
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return retry(`webhook timed out after ${this.timeoutMs} ms (${hop} redirects)`);
+
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await this.agent.request({
+          origin: url.origin,
+          path: url.pathname + url.search,
+          method: method as Dispatcher.HttpMethod,
+          headers,
+          body: body === undefined || body === "" ? null : body,
+          headersTimeout: remaining,
+          bodyTimeout: remaining,
+        });
+      } catch (err) {
+        return this.errorOutcome(err, url, hop);
+      }
+      const status = res.statusCode;
+      try {
+        await res.body.dump();
+      } catch {
+        // the status is the answer; a broken body after it changes nothing
+      }
+
+      if (REDIRECTS.has(status)) {
+        const location = headerText(res.headers["location"]);
+        if (!location) return failed(`webhook answered ${status} without a Location header`);
+        if (hop >= this.maxRedirects)
+          return failed(`webhook redirected more than ${this.maxRedirects} times (last to ${location.slice(0, 200)})`);
+        let target: URL;
+        try {
+          target = new URL(location, url);
+        } catch {
+          return failed(`webhook redirected to an invalid URL ${JSON.stringify(location.slice(0, 200))}`);
+        }
+        if (status === 303 || ((status === 301 || status === 302) && method === "POST")) {
+          method = "GET";
+          body = undefined;
+          delete headers["content-type"];
+        }
+        if (target.origin !== url.origin) for (const h of CREDENTIAL_HEADERS) delete headers[h];
+        url = target;
+        continue;
+      }
+      if (status >= 200 && status < 300) return { status: "sent" };
+      const what = `webhook answered HTTP ${status}${hop ? ` (after ${hop} redirects)` : ""}`;
+      if (status === 408 || status === 429 || status >= 500) return retry(what, parseRetryAfter(res.headers["retry-after"]));
+      return failed(what);
+    }
+  }
+
+  private errorOutcome(err: unknown, url: URL, hop: number): SendOutcome {
+    const e = err as NodeJS.ErrnoException & { cause?: unknown };
+    const refused = e instanceof WebhookTargetRefusedError ? e : e?.cause instanceof WebhookTargetRefusedError ? e.cause : undefined;
+    if (refused) return failed(`webhook target refused: ${hop ? `redirect to ${shown(url)} refused: ` : ""}${refused.message}`);
+    const where = `${shown(url)}${hop ? ` (after ${hop} redirects)` : ""}`;
+    switch (e?.code) {
+      case "UND_ERR_CONNECT_TIMEOUT":
+      case "UND_ERR_HEADERS_TIMEOUT":
+      case "UND_ERR_BODY_TIMEOUT":
+        return retry(`webhook timed out after ${this.timeoutMs} ms: ${where}`);
+      case "UND_ERR_INVALID_ARG":
+      case "UND_ERR_NOT_SUPPORTED":
+      case "ERR_INVALID_ARG_TYPE":
+      case "ERR_INVALID_ARG_VALUE":
+      case "ERR_INVALID_CHAR":
+      case "ERR_INVALID_HTTP_TOKEN":
+        return failed(`webhook request is invalid: ${e.message}`);
+      default:
+        return retry(`webhook request to ${where} failed: ${e?.code ? `${e.code} ` : ""}${e?.message ?? String(err)}`);
+    }
+  }
+}

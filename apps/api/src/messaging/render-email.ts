@@ -1,0 +1,39 @@
+// An Email template rendered for sending: the same fields the render preview shows (the body
+// through the HTML-escaping engine), plus the plain-text part derived from the HTML.
+import type { EmailTemplate } from "@tidings/schema";
+import { convert } from "html-to-text";
+import { renderDefinition, type RenderScope } from "../templates/liquid.ts";
+import type { EmailRendered } from "./channels/types.ts";
+
+const TEXT_OPTIONS = {
+  // RFC 5322 recommends lines of at most 78 characters.
+  wordwrap: 78,
+  selectors: [
+    { selector: "a", options: { hideLinkHrefIfSameAsText: true } },
+    // An image's src (often a tracking pixel or a data: URL) is noise in the text part.
+    { selector: "img", format: "skip" },
+  ],
+};
+
+/** The plain-text alternative of an HTML body. */
+export const htmlToText = (html: string): string => convert(html, TEXT_OPTIONS);
+
+/**
+ * Renders an Email definition for `scope`. A Liquid error throws the same 400 `ApiError` the
+ * preview answers (`renderDefinition`); optional fields that render empty are left out.
+ */
+export async function renderEmail(definition: EmailTemplate, scope: RenderScope): Promise<EmailRendered> {
+  const fields = await renderDefinition(definition, scope);
+  const text = (key: string) => {
+    const value = fields[key];
+    return typeof value === "string" ? value : "";
+  };
+  const html = text("body");
+  const rendered: EmailRendered = { from: text("from"), subject: text("subject"), html, text: htmlToText(html) };
+  for (const key of ["replyTo", "cc", "bcc"] as const) {
+    if (text(key).trim()) rendered[key] = text(key);
+  }
+  const headers = fields.headers;
+  if (headers && typeof headers === "object" && Object.keys(headers).length) rendered.headers = headers;
+  return rendered;
+}

@@ -1,0 +1,65 @@
+// The public unsubscribe page: GET shows a confirmation with a button, POST unsubscribes (the
+// button, and RFC 8058 one-click POSTs from mail clients, whatever their body). No key: the
+// signed token is the authority. A forged or expired token gets a 400 page.
+import { contractsById as op } from "@tidings/schema";
+import type { FastifyPluginAsync, FastifyReply } from "fastify";
+import type { AppContext } from "../http/context.ts";
+import { route } from "../http/route.ts";
+import { recordSegmentChange } from "../segments/engine/outbox.ts";
+import { UNSUBSCRIBE_PATH, verifyUnsubscribeToken } from "./unsubscribe-token.ts";
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const page = (title: string, body: string) =>
+  `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title></head><body style="font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem"><h1>${escapeHtml(title)}</h1>${body}</body></html>`;
+
+function invalid(reply: FastifyReply, reason: string) {
+  const why = reason === "expired" ? "This unsubscribe link has expired." : "This unsubscribe link is not valid.";
+  return reply
+    .code(400)
+    .type("text/html; charset=utf-8")
+    .send(page("Link not valid", `<p>${why}</p>`));
+}
+
+export const unsubscribeRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
+  const { prisma } = ctx.db;
+  // One-click clients POST `List-Unsubscribe=One-Click` as a form; any body is accepted and ignored.
+  app.addContentTypeParser("*", { parseAs: "string", bodyLimit: 10_000 }, (_req, _body, done) => done(null, undefined));
+
+  const verified = async (token: string) => {
+    const v = verifyUnsubscribeToken(ctx.config.secretKey, token);
+    if (!v.ok) return v;
+    const group = v.payload.subscriptionGroupId
+      ? await prisma.subscriptionGroup.findUnique({
+          where: { workspaceId_id: { workspaceId: v.payload.workspaceId, id: v.payload.subscriptionGroupId } },
+        })
+      : null;
+    if (!group) return { ok: false as const, reason: "malformed" };
+    return { ok: true as const, payload: v.payload, group };
+  };
+
+  route(app, op["unsubscribe.page"], async ({ query, reply }) => {
+    const v = await verified(query.token);
+    if (!v.ok) return invalid(reply, v.reason);
+    reply.type("text/html; charset=utf-8");
+    return page(
+      "Unsubscribe",
+      `<p>Stop receiving “${escapeHtml(v.group.name)}” messages?</p><form method="post" action="${escapeHtml(`${ctx.config.publicUrl.replace(/\/+$/, "")}${UNSUBSCRIBE_PATH}?token=${encodeURIComponent(query.token)}`)}"><button type="submit">Unsubscribe</button></form>`,
+    );
+  });
+
+  route(app, op["unsubscribe.confirm"], async ({ query, reply }) => {
+    const v = await verified(query.token);
+    if (!v.ok) return invalid(reply, v.reason);
+    const { workspaceId, userId } = v.payload;
+    await prisma.$transaction(async (tx) => {
+      await tx.subscriptionAssignment.upsert({
+        where: { workspaceId_subscriptionGroupId_profileId: { workspaceId, subscriptionGroupId: v.group.id, profileId: userId } },
+        create: { workspaceId, subscriptionGroupId: v.group.id, profileId: userId, subscribed: false },
+        update: { subscribed: false, updatedAt: new Date() },
+      });
+      await recordSegmentChange(tx, workspaceId, [userId], [`sg:${v.group.id}`]);
+    });
+    reply.type("text/html; charset=utf-8");
+    return page("Unsubscribed", `<p>You will no longer receive “${escapeHtml(v.group.name)}” messages.</p>`);
+  });
+};

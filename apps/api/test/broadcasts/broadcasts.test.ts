@@ -1,0 +1,180 @@
+// Broadcasts end to end in one server: execute → audience frozen → chunks sent through the real
+// webhook sender to a receiver on 127.0.0.1 (allow-listed) or recorded by the Log provider →
+// counts, skips with reasons, idempotency, cancel, and the deliveries read side.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { bearer, request } from "../support/http.ts";
+import { identify, segmentWorld, type SegmentWorld } from "../segments/support.ts";
+
+let t: TestApp;
+let receiver: Server;
+let receiverUrl: string;
+let delay = 0;
+const received: { id: string; body: string }[] = [];
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      received.push({ id: String(req.headers["webhook-id"]), body });
+      setTimeout(() => res.writeHead(200).end("ok"), delay);
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  t = await createTestApp({ webhookAllowedHosts: ["127.0.0.1"] });
+});
+afterAll(async () => {
+  await t?.close();
+  await new Promise((r) => receiver.close(r));
+});
+
+const plan = (value: string) => ({ entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value } }, nodes: [] });
+const webhook = (tag: string) => ({
+  type: "Webhook",
+  url: `${receiverUrl}/hook`,
+  method: "POST",
+  body: `{"user":"{{ user.id }}","tag":"${tag}"}`,
+});
+
+async function users(w: SegmentWorld, n: number, traits: (i: number) => Record<string, unknown>) {
+  const now = Date.now();
+  await w.send(Array.from({ length: n }, (_, i) => identify(`user-${i}`, traits(i), now - 1000)));
+}
+
+async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (done(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const getBroadcast = (w: SegmentWorld, id: string): Promise<any> => w.admin("GET", `/api/admin/broadcasts/${id}`);
+const finished = (b: any) => ["Completed", "Failed", "Cancelled"].includes(b.status);
+
+describe("broadcasts", () => {
+  it("sends each member of an inline segment exactly one signed webhook, then completes; a repeat sends nothing", async () => {
+    const w = await segmentWorld(t);
+    await users(w, 120, (i) => ({ plan: i % 3 === 0 ? "free" : "pro" }));
+    const before = received.length;
+    const body = { broadcastName: "pro-hook", segmentDefinition: plan("pro"), messageTemplateDefinition: webhook("a") };
+    const res = await request(t.url, "POST", "/api/admin/broadcasts/execute", { headers: bearer(w.ws.adminKey), body });
+    expect(res.status, res.text).toBe(202);
+    expect(res.body).toEqual({ broadcastId: expect.any(String), broadcastName: "pro-hook", status: "Queued" });
+    const b = await waitFor(() => getBroadcast(w, res.body.broadcastId), finished);
+    expect(b).toMatchObject({
+      status: "Completed",
+      channel: "Webhook",
+      counts: { audience: 80, sent: 80, failed: 0, skipped: 0, pending: 0 },
+    });
+    expect(b.startedAt).toBeLessThanOrEqual(b.completedAt);
+    const mine = received.slice(before);
+    expect(mine).toHaveLength(80);
+    expect(new Set(mine.map((m) => m.id)).size).toBe(80);
+    expect(mine.map((m) => JSON.parse(m.body).user).sort()).toEqual(
+      Array.from({ length: 120 }, (_, i) => `user-${i}`)
+        .filter((_, i) => i % 3 !== 0)
+        .sort(),
+    );
+    // The webhook-id is the delivery id.
+    const deliveries = await w.admin("GET", `/api/admin/deliveries?broadcastId=${b.id}&limit=500`);
+    expect(new Set(deliveries.items.map((d: { id: string }) => d.id))).toEqual(new Set(mine.map((m) => m.id)));
+
+    const again = await request(t.url, "POST", "/api/admin/broadcasts/execute", { headers: bearer(w.ws.adminKey), body });
+    expect(again.status).toBe(202);
+    expect(again.body.broadcastId).toBe(res.body.broadcastId);
+    const other = await request(t.url, "POST", "/api/admin/broadcasts/execute", {
+      headers: bearer(w.ws.adminKey),
+      body: { ...body, messageTemplateDefinition: webhook("b") },
+    });
+    expect(other.status).toBe(409);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(received.length - before).toBe(80);
+  });
+
+  it("skips, with reasons, users without the channel's contact point and those who unsubscribed", async () => {
+    const w = await segmentWorld(t);
+    await users(w, 6, (i) => ({ plan: "pro", ...(i < 4 ? { email: `u${i}@example.test` } : {}) }));
+    const group = await w.admin("PUT", "/api/admin/subscription-groups", { name: "news", channel: "Email", type: "OptOut" });
+    await w.admin("PUT", `/api/admin/subscription-groups/${group.id}/assignments`, { unsubscribe: ["user-0"] });
+    const res = await w.admin("POST", "/api/admin/broadcasts/execute", {
+      broadcastName: "mail",
+      segmentDefinition: plan("pro"),
+      subscriptionGroupId: group.id,
+      messageTemplateDefinition: {
+        type: "Email",
+        from: "hi@acme.test",
+        subject: "Hi {{ user.id }}",
+        body: "<p>Hello {{ user.email }}</p>",
+      },
+    });
+    const b = await waitFor(() => getBroadcast(w, res.broadcastId), finished);
+    expect(b.counts).toEqual({ audience: 6, sent: 3, failed: 0, skipped: 3, pending: 0 });
+    const skipped = await w.admin("GET", `/api/admin/deliveries?broadcastId=${b.id}&status=Skipped`);
+    expect(skipped.items.map((d: { userId: string; reason: string }) => [d.userId, d.reason]).sort()).toEqual([
+      ["user-0", "unsubscribed"],
+      ["user-4", "no email trait"],
+      ["user-5", "no email trait"],
+    ]);
+    const sent = await w.admin("GET", `/api/admin/deliveries?broadcastId=${b.id}&status=Sent&channel=Email&userId=user-1`);
+    expect(sent.items).toHaveLength(1);
+  });
+
+  it("a stored segment and template; cancel stops sending within a second", async () => {
+    const w = await segmentWorld(t);
+    await users(w, 300, () => ({ plan: "pro" }));
+    const segment = await w.segment(plan("pro") as never);
+    await w.settle();
+    const template = await w.admin("PUT", "/api/admin/content/templates", { name: "hook", definition: webhook("c") });
+    delay = 20;
+    try {
+      const before = received.length;
+      const res = await w.admin("POST", "/api/admin/broadcasts/execute", {
+        broadcastName: "slow",
+        segmentId: segment,
+        templateId: template.id,
+        rateLimitPerSecond: 100,
+      });
+      await waitFor(
+        () => Promise.resolve(received.length - before),
+        (n) => n >= 20,
+      );
+      const cancelled = await w.admin("POST", `/api/admin/broadcasts/${res.broadcastId}/cancel`);
+      expect(cancelled.status).toBe("Cancelled");
+      const atCancel = received.length - before;
+      await new Promise((r) => setTimeout(r, 1500));
+      const after = received.length - before;
+      // What was in flight completes; nothing new starts.
+      expect(after - atCancel).toBeLessThanOrEqual(100);
+      const b = await getBroadcast(w, res.broadcastId);
+      expect(b.counts.audience).toBe(300);
+      expect(b.counts.sent).toBe(after);
+      expect(b.counts.skipped).toBe(300 - after);
+      expect(b.counts.pending).toBe(0);
+      // The segment was held while the broadcast ran; it is free again.
+      expect((await request(t.url, "DELETE", `/api/admin/segments/${segment}`, { headers: bearer(w.ws.adminKey) })).status).toBe(204);
+    } finally {
+      delay = 0;
+    }
+  });
+
+  it("rejects what cannot be sent with a 400 naming the field", async () => {
+    const w = await segmentWorld(t);
+    const res = await request(t.url, "POST", "/api/admin/broadcasts/execute", {
+      headers: bearer(w.ws.adminKey),
+      body: { broadcastName: "x", segmentDefinition: plan("pro"), templateId: "00000000-0000-4000-8000-000000000000" },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues[0].path).toBe("templateId");
+    const both = await request(t.url, "POST", "/api/admin/broadcasts/execute", {
+      headers: bearer(w.ws.adminKey),
+      body: { broadcastName: "x", segmentDefinition: plan("pro") },
+    });
+    expect(both.status).toBe(400);
+  });
+});

@@ -1,0 +1,107 @@
+// Broadcasts, deliveries, and the public unsubscribe page.
+import {
+  BroadcastListQuery,
+  BroadcastListResponse,
+  BroadcastParams,
+  BroadcastQuery,
+  BroadcastResource,
+  DeliveryListQuery,
+  DeliveryListResponse,
+  ExecuteBroadcastRequestBody,
+  ExecuteBroadcastResponse,
+  UnsubscribeQuery,
+} from "../messaging.js";
+import { z } from "../zod.js";
+import { adminErrors, defineContract } from "./contract.js";
+
+const tags = ["Messaging"] as const;
+
+export const messagingContracts = [
+  defineContract({
+    operationId: "broadcasts.execute",
+    method: "POST",
+    path: "/api/admin/broadcasts/execute",
+    auth: "admin",
+    tags,
+    summary: "Execute a broadcast: one message to each member of an audience",
+    description:
+      "Answers 202 at once; a worker freezes the audience (the members at that moment), then sends in chunks. Each member gets exactly one message, even if a worker dies mid-send. Users unsubscribed from the group (OptOut) or not subscribed (OptIn), or lacking the channel's contact point (`email`, `phone`, `deviceToken` for FCM, `expoPushToken` for Expo), are recorded as skipped with the reason. Idempotent per `broadcastName`: a repeat with the same body answers the same broadcast (200 semantics, still 202) and sends nothing new; a repeat with a different body is a 409.",
+    body: ExecuteBroadcastRequestBody,
+    success: { status: 202, description: "Accepted.", schema: ExecuteBroadcastResponse },
+    errors: adminErrors("NOT_FOUND", "CONFLICT"),
+  }),
+  defineContract({
+    operationId: "broadcasts.list",
+    method: "GET",
+    path: "/api/admin/broadcasts",
+    auth: "admin",
+    tags,
+    summary: "List broadcasts, newest first",
+    query: BroadcastListQuery,
+    success: { status: 200, description: "A page of broadcasts.", schema: BroadcastListResponse },
+    errors: adminErrors(),
+  }),
+  defineContract({
+    operationId: "broadcasts.get",
+    method: "GET",
+    path: "/api/admin/broadcasts/{id}",
+    auth: "admin",
+    tags,
+    summary: "Get a broadcast: status, counts, start and end",
+    params: BroadcastParams,
+    query: BroadcastQuery,
+    success: { status: 200, description: "The broadcast.", schema: BroadcastResource },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+  defineContract({
+    operationId: "broadcasts.cancel",
+    method: "POST",
+    path: "/api/admin/broadcasts/{id}/cancel",
+    auth: "admin",
+    tags,
+    summary: "Cancel a broadcast",
+    description:
+      "Stops sending within about a second: messages not yet sent are recorded as skipped (`cancelled`); those already handed to a provider complete. Cancelling a finished broadcast changes nothing.",
+    params: BroadcastParams,
+    query: BroadcastQuery,
+    success: { status: 200, description: "The broadcast after the cancel.", schema: BroadcastResource },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+  defineContract({
+    operationId: "deliveries.list",
+    method: "GET",
+    path: "/api/admin/deliveries",
+    auth: "admin",
+    tags,
+    summary: "List deliveries, newest first",
+    description: "Filter by user, broadcast, journey, channel, status and creation time; cursor-paginated.",
+    query: DeliveryListQuery,
+    success: { status: 200, description: "A page of deliveries.", schema: DeliveryListResponse },
+    errors: adminErrors(),
+  }),
+  defineContract({
+    operationId: "unsubscribe.page",
+    method: "GET",
+    path: "/api/public/subscriptions/unsubscribe",
+    auth: "none",
+    tags,
+    summary: "Unsubscribe confirmation page (the link in messages)",
+    description: "Shows a small HTML page with a button that POSTs the unsubscribe. A forged or expired token gets a 400 page.",
+    query: UnsubscribeQuery,
+    success: { status: 200, description: "HTML page.", schema: z.string(), contentType: "text/html" },
+    errors: ["VALIDATION_FAILED", "INTERNAL"],
+  }),
+  defineContract({
+    operationId: "unsubscribe.confirm",
+    method: "POST",
+    path: "/api/public/subscriptions/unsubscribe",
+    auth: "none",
+    tags,
+    summary: "Unsubscribe (the page's button, and RFC 8058 one-click from mail clients)",
+    description:
+      "Unsubscribes the token's user from its subscription group and answers a small HTML page. Works with any body (one-click clients send `List-Unsubscribe=One-Click`). A forged or expired token gets a 400 page.",
+    query: UnsubscribeQuery,
+    success: { status: 200, description: "HTML page.", schema: z.string(), contentType: "text/html" },
+    errors: ["VALIDATION_FAILED", "INTERNAL"],
+  }),
+] as const;

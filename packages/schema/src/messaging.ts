@@ -1,0 +1,135 @@
+// Broadcasts (one-off sends to an audience) and deliveries (one row per send attempt's outcome).
+import { z } from "./zod.js";
+import { EpochMillis, idParams, ListQuery, listResponse, RequestWorkspaceId, WorkspaceId, WorkspaceQuery } from "./common.js";
+import { SegmentDefinition } from "./segments.js";
+import { Channel } from "./subscription-groups.js";
+import { MessageTemplateDefinition } from "./templates.js";
+
+export const BroadcastStatus = z
+  .enum(["Queued", "Running", "Completed", "Failed", "Cancelled"])
+  .describe("`Queued` until a worker freezes the audience, `Running` while sending, then `Completed`, `Failed` or `Cancelled`.");
+export type BroadcastStatus = z.infer<typeof BroadcastStatus>;
+
+export const ExecuteBroadcastRequestBody = z
+  .strictObject({
+    workspaceId: RequestWorkspaceId,
+    broadcastName: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .describe(
+        "Idempotency key within the workspace: a repeat with the same body returns the same broadcast and sends nothing new; a different body is a 409.",
+      ),
+    segmentDefinition: SegmentDefinition.optional().describe(
+      "Inline audience, evaluated once when the broadcast starts. Give this or `segmentId`.",
+    ),
+    segmentId: z.uuid().optional().describe("A stored segment: its members when the broadcast starts. Give this or `segmentDefinition`."),
+    messageTemplateDefinition: MessageTemplateDefinition.optional().describe(
+      "Inline message template; its `type` is the channel. Give this or `templateId`.",
+    ),
+    templateId: z.uuid().optional().describe("A stored template (its `definition`). Give this or `messageTemplateDefinition`."),
+    subscriptionGroupId: z
+      .uuid()
+      .optional()
+      .describe(
+        "Send within this subscription group: OptOut groups skip users who unsubscribed, OptIn groups send only to subscribers; emails carry its unsubscribe link and List-Unsubscribe headers.",
+      ),
+    rateLimitPerSecond: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .optional()
+      .describe("At most this many messages per second for this broadcast."),
+  })
+  .superRefine((body, ctx) => {
+    const exactlyOne = (a: "segmentDefinition" | "messageTemplateDefinition", b: "segmentId" | "templateId") => {
+      const n = Number(body[a] !== undefined) + Number(body[b] !== undefined);
+      if (n !== 1) ctx.addIssue({ code: "custom", path: [n ? b : a], message: `give exactly one of \`${a}\` and \`${b}\`` });
+    };
+    exactlyOne("segmentDefinition", "segmentId");
+    exactlyOne("messageTemplateDefinition", "templateId");
+  })
+  .describe("Sends one message to each member of an audience, once.");
+export type ExecuteBroadcastRequestBody = z.infer<typeof ExecuteBroadcastRequestBody>;
+
+export const ExecuteBroadcastResponse = z.object({
+  broadcastId: z.uuid(),
+  broadcastName: z.string(),
+  status: BroadcastStatus,
+});
+export type ExecuteBroadcastResponse = z.infer<typeof ExecuteBroadcastResponse>;
+
+export const BroadcastCounts = z.object({
+  audience: z.number().int().describe("Members when the broadcast started (one delivery each)."),
+  sent: z.number().int(),
+  failed: z.number().int(),
+  skipped: z.number().int().describe("Unsubscribed, not subscribed, without the channel's contact point, or cancelled before sending."),
+  pending: z.number().int().describe("Not yet sent (queued, waiting for a retry, or in flight)."),
+});
+
+export const BroadcastResource = z
+  .object({
+    id: z.uuid(),
+    workspaceId: WorkspaceId,
+    name: z.string(),
+    status: BroadcastStatus,
+    channel: Channel,
+    segmentId: z.uuid().optional(),
+    templateId: z.uuid().optional(),
+    subscriptionGroupId: z.uuid().optional(),
+    rateLimitPerSecond: z.number().int().optional(),
+    counts: BroadcastCounts,
+    reason: z.string().optional().describe("Why the broadcast failed."),
+    createdAt: EpochMillis,
+    startedAt: EpochMillis.optional(),
+    completedAt: EpochMillis.optional().describe("When it completed, failed or was cancelled."),
+  })
+  .openapi("Broadcast");
+export type BroadcastResource = z.infer<typeof BroadcastResource>;
+
+export const BroadcastParams = idParams("Broadcast");
+export const BroadcastQuery = WorkspaceQuery;
+export const BroadcastListQuery = ListQuery;
+export const BroadcastListResponse = listResponse("broadcasts", BroadcastResource);
+export type BroadcastListResponse = z.infer<typeof BroadcastListResponse>;
+
+export const DeliveryStatus = z
+  .enum(["Queued", "Sending", "Sent", "Failed", "Skipped"])
+  .describe("`Sending`: claimed, the provider is being called.");
+export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
+
+export const DeliveryRecord = z
+  .object({
+    id: z.uuid().describe("Also the idempotency key providers see (the webhook's `webhook-id`)."),
+    workspaceId: WorkspaceId,
+    userId: z.string(),
+    channel: Channel,
+    templateId: z.uuid().optional(),
+    broadcastId: z.uuid().optional(),
+    journeyId: z.uuid().optional(),
+    status: DeliveryStatus,
+    reason: z.string().optional().describe("Why it failed or was skipped."),
+    providerMessageId: z.string().optional(),
+    attempts: z.number().int(),
+    createdAt: EpochMillis,
+    updatedAt: EpochMillis,
+  })
+  .openapi("Delivery");
+export type DeliveryRecord = z.infer<typeof DeliveryRecord>;
+
+export const DeliveryListQuery = ListQuery.extend({
+  userId: z.string().min(1).max(255).optional().describe("Only this user's deliveries (any of its ids)."),
+  broadcastId: z.uuid().optional(),
+  journeyId: z.uuid().optional(),
+  channel: Channel.optional(),
+  status: DeliveryStatus.optional(),
+  since: z.coerce.number().int().optional().describe("Created at or after (ms since epoch)."),
+  until: z.coerce.number().int().optional().describe("Created before (ms since epoch)."),
+});
+export type DeliveryListQuery = z.infer<typeof DeliveryListQuery>;
+export const DeliveryListResponse = listResponse("deliveries", DeliveryRecord);
+export type DeliveryListResponse = z.infer<typeof DeliveryListResponse>;
+
+export const UnsubscribeQuery = z.object({ token: z.string().min(1).max(4000).describe("The signed token of the unsubscribe link.") });
