@@ -119,7 +119,8 @@ export async function listUsers(prisma: PrismaClient, workspaceId: string, query
 
 /**
  * Erases a user: profile, events under any of its ids, links, groups, subscription choices,
- * segment memberships (each segment's count follows) and their history. One transaction.
+ * segment memberships (each segment's count follows) and their history, and what its deliveries
+ * said about it (contact point, rendered content, user id). One transaction.
  */
 export async function deleteUser(prisma: PrismaClient, workspaceId: string, userId: string): Promise<void> {
   refuseNul(userId, "params.userId");
@@ -140,6 +141,9 @@ export async function deleteUser(prisma: PrismaClient, workspaceId: string, user
     await tx.groupMembership.deleteMany({ where: { workspaceId, profileId } });
     await tx.event.deleteMany({ where: { workspaceId, identityId: { in: ids } } });
     await tx.profileAlias.deleteMany({ where: { workspaceId, profileId } });
+    // Deliveries stay counted in their broadcasts, without anything that names the person.
+    await tx.$executeRaw`UPDATE deliveries SET user_id = 'erased:' || id, contact = NULL, rendered = NULL, updated_at = now()
+      WHERE workspace_id = ${workspaceId}::uuid AND user_id = ${profileId}`;
   });
 }
 

@@ -324,9 +324,9 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
     }
     if (body !== undefined && body !== "" && headers["content-type"] === undefined) headers["content-type"] = "application/json";
     if (headers["user-agent"] === undefined) headers["user-agent"] = "Tidings-Webhooks/1";
-    if ((url.username || url.password) && headers["authorization"] === undefined) {
+    if ((url.username || url.password) && headers.authorization === undefined) {
       const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
-      headers["authorization"] = `Basic ${Buffer.from(credentials).toString("base64")}`;
+      headers.authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
     }
     const timestamp = Math.floor(Date.now() / 1000);
     headers["webhook-id"] = message.deliveryId;
@@ -363,7 +363,7 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
       }
 
       if (REDIRECTS.has(status)) {
-        const location = headerText(res.headers["location"]);
+        const location = headerText(res.headers.location);
         if (!location) return failed(`webhook answered ${status} without a Location header`);
         if (hop >= this.maxRedirects)
           return failed(`webhook redirected more than ${this.maxRedirects} times (last to ${location.slice(0, 200)})`);

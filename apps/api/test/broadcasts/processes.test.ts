@@ -1,0 +1,151 @@
+// Exactly once across real processes: an API process and worker processes on one database, a
+// webhook receiver on 127.0.0.1 counting `webhook-id`s. A worker SIGKILLed mid-broadcast and
+// started again still reaches each member exactly once (a message handed to the receiver just
+// before the kill may arrive once more with the same webhook-id: the receiver's idempotency key);
+// two workers sending one broadcast never send a member twice.
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { killStarted, type ServerProcess, startServer, waitGone } from "../process/server-process.ts";
+import { createTestDatabase } from "../support/app.ts";
+
+const USERS = 1500;
+let receiver: Server;
+let receiverUrl: string;
+/** webhook-id → user ids it carried (one entry per request received). */
+const got = new Map<string, string[]>();
+let dir: string;
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      const id = String(req.headers["webhook-id"]);
+      got.set(id, [...(got.get(id) ?? []), JSON.parse(body).user]);
+      // A little latency, so a broadcast lasts long enough to be interrupted.
+      setTimeout(() => res.writeHead(200).end(), 2);
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  dir = await mkdtemp(path.join(os.tmpdir(), "tidings-bcast-"));
+});
+afterAll(async () => {
+  await killStarted();
+  await new Promise((r) => receiver.close(r));
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function call(server: ServerProcess, key: string, method: string, p: string, body?: unknown) {
+  const res = await fetch(server.url + p, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+async function waitUntil(check: () => Promise<boolean> | boolean, ms: number, what: string) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Every member reached under exactly one delivery id; returns how many requests repeated an id. */
+function expectEachOnce(ids: string[], users: string[]) {
+  const byUser = new Map<string, Set<string>>();
+  let repeats = 0;
+  for (const id of ids) {
+    const carried = got.get(id) ?? [];
+    repeats += Math.max(0, carried.length - 1);
+    for (const u of carried) byUser.set(u, (byUser.get(u) ?? new Set()).add(id));
+  }
+  expect([...byUser.keys()].sort()).toEqual([...users].sort());
+  const twice = [...byUser].filter(([, s]) => s.size > 1).map(([u]) => u);
+  expect(twice, "members reached under two delivery ids").toEqual([]);
+  return repeats;
+}
+
+describe("broadcasts across processes", () => {
+  it("a worker SIGKILLed mid-broadcast and restarted reaches each member exactly once; two workers never double-send", {
+    timeout: 180_000,
+  }, async () => {
+    const databaseUrl = await createTestDatabase();
+    const env = {
+      DATABASE_URL: databaseUrl,
+      TIDINGS_ROOT_KEY: "root-key-for-broadcast-processes-0123",
+      TIDINGS_SECRET_KEY: "secret-key-for-broadcast-processes-0123456",
+      TIDINGS_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
+      TIDINGS_DELIVERY_LEASE_SECONDS: "3",
+    };
+    const api = await startServer(dir, { ...env, TIDINGS_ROLE: "api" });
+    const ws = await call(api, env.TIDINGS_ROOT_KEY, "POST", "/api/admin/workspaces", { name: "broadcast-processes" });
+    const users = Array.from({ length: USERS }, (_, i) => `member-${i}`);
+    for (let i = 0; i < USERS; i += 500) {
+      const res = await fetch(`${api.url}/v1/batch`, {
+        method: "POST",
+        headers: { authorization: `Basic ${Buffer.from(`${ws.writeKey}:`).toString("base64")}`, "content-type": "application/json" },
+        body: JSON.stringify({ batch: users.slice(i, i + 500).map((userId) => ({ type: "identify", userId, traits: { plan: "pro" } })) }),
+      });
+      expect(res.status).toBe(204);
+    }
+    const execute = (name: string) =>
+      call(api, ws.adminApiKey, "POST", "/api/admin/broadcasts/execute", {
+        broadcastName: name,
+        segmentDefinition: { entryNode: { type: "Everyone", id: "all" }, nodes: [] },
+        messageTemplateDefinition: { type: "Webhook", url: `${receiverUrl}/hook`, method: "POST", body: '{"user":"{{ user.id }}"}' },
+      });
+    const idsOf = async (broadcastId: string) => {
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: any = await call(
+          api,
+          ws.adminApiKey,
+          "GET",
+          `/api/admin/deliveries?broadcastId=${broadcastId}&limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+        );
+        ids.push(...page.items.map((d: { id: string }) => d.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return ids;
+    };
+    const completed = (id: string) => async () =>
+      (await call(api, ws.adminApiKey, "GET", `/api/admin/broadcasts/${id}`)).status === "Completed";
+
+    // One worker, killed mid-send, then started again.
+    let worker = await startServer(dir, { ...env, TIDINGS_ROLE: "worker" });
+    const first = await execute("crash");
+    await waitUntil(() => got.size >= 200, 30_000, "the first deliveries");
+    expect(got.size).toBeLessThan(USERS);
+    process.kill(-worker.child.pid!, "SIGKILL");
+    await waitGone(worker.child.pid!, true);
+    const atKill = got.size;
+    worker = await startServer(dir, { ...env, TIDINGS_ROLE: "worker" });
+    await waitUntil(completed(first.broadcastId), 60_000, "the broadcast to complete after the restart");
+    expect(atKill).toBeLessThan(USERS);
+    const crashIds = await idsOf(first.broadcastId);
+    expect(crashIds).toHaveLength(USERS);
+    const repeats = expectEachOnce(crashIds, users);
+    // At most one resend per message that was in flight when the worker died.
+    expect(repeats).toBeLessThanOrEqual(300);
+    const counts = (await call(api, ws.adminApiKey, "GET", `/api/admin/broadcasts/${first.broadcastId}`)).counts;
+    expect(counts).toEqual({ audience: USERS, sent: USERS, failed: 0, skipped: 0, pending: 0 });
+
+    // Two workers share the next broadcast; nobody gets it twice.
+    const second = await startServer(dir, { ...env, TIDINGS_ROLE: "worker" });
+    const shared = await execute("shared");
+    await waitUntil(completed(shared.broadcastId), 60_000, "the shared broadcast to complete");
+    const sharedIds = await idsOf(shared.broadcastId);
+    expect(expectEachOnce(sharedIds, users)).toBe(0);
+    expect(second.output()).not.toMatch(/"level":50|error/i);
+  });
+});
