@@ -18,6 +18,16 @@ describe("configuration", () => {
     expect(() => loadConfig({ TIDINGS_PUBLIC_URL: "mail.acme.test" })).toThrow(/TIDINGS_PUBLIC_URL/);
   });
 
+  it("TIDINGS_WEBHOOK_ALLOWED_HOSTS: hosts as URL hostnames, no ports", () => {
+    expect(loadConfig({}).webhookAllowedHosts).toEqual([]);
+    const hosts = " Hooks.Internal ,10.0.0.5,::1,[fd00::1], localhost., 127.1, hooks.internal";
+    const expected = ["hooks.internal", "10.0.0.5", "[::1]", "[fd00::1]", "localhost.", "127.0.0.1"];
+    expect(loadConfig({ TIDINGS_WEBHOOK_ALLOWED_HOSTS: hosts }).webhookAllowedHosts).toEqual(expected);
+    for (const bad of ["hooks.internal:8080", "http://hooks.internal", "hooks.internal/x", "user@hooks.internal", "10.0.0.5:"]) {
+      expect(() => loadConfig({ TIDINGS_WEBHOOK_ALLOWED_HOSTS: bad })).toThrow(/TIDINGS_WEBHOOK_ALLOWED_HOSTS/);
+    }
+  });
+
   it("names each invalid variable", () => {
     expect(() => loadConfig({ PORT: "http", TIDINGS_ROLE: "boss" })).toThrow(ConfigError);
     try {

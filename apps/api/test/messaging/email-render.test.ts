@@ -114,7 +114,10 @@ describe("the render preview", () => {
   });
 
   it("shows the Email body exactly as it is sent", async () => {
-    const definition = email({ subject: "Hi {{ user.company }}", body: "<p>{{ user.firstName }} {{ user.filter }} {{ user.bio | raw }}</p>" });
+    const definition = email({
+      subject: "Hi {{ user.company }}",
+      body: "<p>{{ user.firstName }} {{ user.filter }} {{ user.bio | raw }}</p>",
+    });
     const res = await request(t.url, "POST", "/api/admin/content/templates/render", {
       headers: bearer(t.workspace.adminKey),
       body: { definition, user: hostile },

@@ -114,7 +114,10 @@ const message = (deliveryId: string, extra: Partial<OutgoingMessage<EmailRendere
 });
 /** The raw value of a header as it arrived (mailparser decodes some of them into objects). */
 const rawHeader = (mail: ParsedMail, name: string) =>
-  mail.headerLines.find((h) => h.key === name.toLowerCase())?.line.replace(/^[^:]+:\s*/, "").replace(/\r?\n\s+/g, " ");
+  mail.headerLines
+    .find((h) => h.key === name.toLowerCase())
+    ?.line.replace(/^[^:]+:\s*/, "")
+    .replace(/\r?\n\s+/g, " ");
 
 describe("EmailSender over SMTP", () => {
   it("delivers a rendered template as multipart/alternative with every header, hostile traits inert", async () => {
@@ -284,15 +287,19 @@ describe("EmailSender over SMTP", () => {
     });
   });
 
-  it("sends a batch with at most `concurrency` messages in flight, outcomes in order", async () => {
+  it("sends a batch with at most `concurrency` messages in flight, outcomes in order, none timing out in a queue", async () => {
     const server = await smtp({
-      dataDelayMs: 100,
+      dataDelayMs: 200,
       onRcptTo(address, _session, callback) {
         callback(address.address.startsWith("bad") ? smtpError(550, "5.1.1 no such user") : undefined);
       },
     });
-    const batch = Array.from({ length: 12 }, (_, i) => message(`d-batch-${i}`, { to: i % 4 === 3 ? `bad${i}@example.test` : `u${i}@example.test` }));
-    const out = await sender({ concurrency: 3 }).send(batch, config(server.port));
+    const batch = Array.from({ length: 12 }, (_, i) =>
+      message(`d-batch-${i}`, { to: i % 4 === 3 ? `bad${i}@example.test` : `u${i}@example.test` }),
+    );
+    // 12 messages at 200 ms each, 3 at a time, take ~800 ms: more than the per-message limit, so
+    // handing the whole batch to the pool at once would time out its tail.
+    const out = await sender({ concurrency: 3, sendTimeoutMs: 700 }).send(batch, config(server.port));
     expect(out.map((o) => o.status)).toEqual(batch.map((m) => (m.to.startsWith("bad") ? "failed" : "sent")));
     expect(server.arrived).toHaveLength(9);
     expect(server.stats.maxInData).toBeGreaterThan(1);
@@ -302,7 +309,8 @@ describe("EmailSender over SMTP", () => {
 
   it("reuses one pool per provider config, a new one when the config changes, and closes them all", async () => {
     const server = await smtp();
-    const s = sender({ concurrency: 1 });
+    // A socket timeout longer than the test: only close() can end the idle pooled connection.
+    const s = sender({ concurrency: 1, socketTimeoutMs: 30_000 });
     await s.send([message("d-p1")], config(server.port));
     await s.send([message("d-p2")], config(server.port));
     expect(server.stats.connections).toBe(1);
@@ -314,7 +322,7 @@ describe("EmailSender over SMTP", () => {
     expect(server.stats.connections).toBe(2);
     expect(server.stats.open).toBeGreaterThan(0);
     await s.close();
-    await expect.poll(() => server.stats.open, { timeout: 3_000 }).toBe(0);
+    await expect.poll(() => server.stats.open, { timeout: 2_000 }).toBe(0);
     expect(server.arrived).toHaveLength(3);
   });
 });

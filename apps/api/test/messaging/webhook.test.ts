@@ -67,7 +67,10 @@ const sender = (options: Partial<WebhookSenderOptions> = {}) => {
   senders.push(s);
   return s;
 };
-const message = (rendered: Partial<WebhookRendered> & { url: string }, deliveryId: string = randomUUID()): OutgoingMessage<WebhookRendered> => ({
+const message = (
+  rendered: Partial<WebhookRendered> & { url: string },
+  deliveryId: string = randomUUID(),
+): OutgoingMessage<WebhookRendered> => ({
   deliveryId,
   workspaceId: randomUUID(),
   userId: "user-1",
@@ -75,7 +78,12 @@ const message = (rendered: Partial<WebhookRendered> & { url: string }, deliveryI
   rendered: { method: "POST", ...rendered },
 });
 /** `secret: null` sends without a signing secret. */
-const sendOne = async (s: WebhookSender, rendered: Partial<WebhookRendered> & { url: string }, secret: string | null = SECRET, id?: string) => {
+const sendOne = async (
+  s: WebhookSender,
+  rendered: Partial<WebhookRendered> & { url: string },
+  secret: string | null = SECRET,
+  id?: string,
+) => {
   const [outcome] = await s.send([message(rendered, id)], secret === null ? {} : { signingSecret: secret });
   return outcome!;
 };
@@ -142,7 +150,12 @@ describe("Standard Webhooks signing", () => {
       url: `${base}/hook`,
       method: "PUT",
       body: "a=1",
-      headers: { "Content-Type": "application/x-www-form-urlencoded", Host: "evil.example", "Webhook-Id": "forged", "Content-Length": "999" },
+      headers: {
+        "Content-Type": "application/x-www-form-urlencoded",
+        Host: "evil.example",
+        "Webhook-Id": "forged",
+        "Content-Length": "999",
+      },
     });
     expect(outcome.status).toBe("sent");
     const r = received[0]!;
@@ -214,11 +227,17 @@ describe("SSRF guard", () => {
   it("refuses a host name that resolves to a loopback address unless the name is listed", async () => {
     // The system resolver: `localhost` is 127.0.0.1 / ::1, but only 127.0.0.1 is listed.
     const viaSystem = await sendOne(sender(), { url: `http://localhost:${port}/hook`, body: "{}" });
-    expect(viaSystem).toMatchObject({ status: "failed", reason: expect.stringMatching(/localhost resolves to (127\.0\.0\.1|::1), a loopback address/) });
+    expect(viaSystem).toMatchObject({
+      status: "failed",
+      reason: expect.stringMatching(/localhost resolves to (127\.0\.0\.1|::1), a loopback address/),
+    });
     expect(received).toHaveLength(0);
     // Listing the name lets the resolved address through: the request really goes to it.
     const resolver = resolverOf({ "hooks.test": ["127.0.0.1"] });
-    const listed = await sendOne(sender({ allowedHosts: ["hooks.test"], resolver }), { url: `http://hooks.test:${port}/named`, body: "{}" });
+    const listed = await sendOne(sender({ allowedHosts: ["hooks.test"], resolver }), {
+      url: `http://hooks.test:${port}/named`,
+      body: "{}",
+    });
     expect(listed.status).toBe("sent");
     expect(received.map((r) => [r.path, r.headers.host])).toEqual([["/named", `hooks.test:${port}`]]);
   });
@@ -260,13 +279,20 @@ describe("SSRF guard", () => {
     const s = sender({ resolver, timeoutMs: 1000 });
     expect(await sendOne(s, { url: `${base}/to-metadata`, body: "{}" })).toEqual({
       status: "failed",
-      reason: expect.stringMatching(/redirect to http:\/\/169\.254\.169\.254\/latest\/meta-data\/ refused: 169\.254\.169\.254 is a link-local address/),
+      reason: expect.stringMatching(
+        /redirect to http:\/\/169\.254\.169\.254\/latest\/meta-data\/ refused: 169\.254\.169\.254 is a link-local address/,
+      ),
     });
     expect(await sendOne(s, { url: `${base}/to-name`, body: "{}" })).toEqual({
       status: "failed",
-      reason: expect.stringMatching(/redirect to http:\/\/rebind\.test:\d+\/landing refused: rebind\.test resolves to 127\.0\.0\.1, a loopback address/),
+      reason: expect.stringMatching(
+        /redirect to http:\/\/rebind\.test:\d+\/landing refused: rebind\.test resolves to 127\.0\.0\.1, a loopback address/,
+      ),
     });
-    expect(await sendOne(s, { url: `${base}/to-alias`, body: "{}" })).toMatchObject({ status: "failed", reason: expect.stringMatching(/loopback/) });
+    expect(await sendOne(s, { url: `${base}/to-alias`, body: "{}" })).toMatchObject({
+      status: "failed",
+      reason: expect.stringMatching(/loopback/),
+    });
     expect(received.map((r) => r.path)).toEqual(["/to-metadata", "/to-name", "/to-alias"]);
   });
 
@@ -276,8 +302,14 @@ describe("SSRF guard", () => {
       expect(await sendOne(s, { url, body: "{}" })).toMatchObject({ status: "failed", reason: expect.stringMatching(/scheme/) });
     }
     routes.set("/to-file", (_req, res) => res.writeHead(302, { location: "file:///etc/passwd" }).end());
-    expect(await sendOne(s, { url: `${base}/to-file`, body: "{}" })).toMatchObject({ status: "failed", reason: expect.stringMatching(/scheme file:/) });
-    expect(await sendOne(s, { url: "not a url", body: "{}" })).toMatchObject({ status: "failed", reason: expect.stringMatching(/invalid webhook URL/) });
+    expect(await sendOne(s, { url: `${base}/to-file`, body: "{}" })).toMatchObject({
+      status: "failed",
+      reason: expect.stringMatching(/scheme file:/),
+    });
+    expect(await sendOne(s, { url: "not a url", body: "{}" })).toMatchObject({
+      status: "failed",
+      reason: expect.stringMatching(/invalid webhook URL/),
+    });
   });
 });
 
@@ -323,7 +355,11 @@ describe("outcomes", () => {
     routes.set("/busy", (_req, res) => res.writeHead(503, { "retry-after": "3" }).end());
     const s = sender();
     expect(await sendOne(s, { url: `${base}/boom`, body: "{}" })).toEqual({ status: "retry", reason: "webhook answered HTTP 500" });
-    expect(await sendOne(s, { url: `${base}/busy`, body: "{}" })).toEqual({ status: "retry", reason: "webhook answered HTTP 503", retryAfterMs: 3000 });
+    expect(await sendOne(s, { url: `${base}/busy`, body: "{}" })).toEqual({
+      status: "retry",
+      reason: "webhook answered HTTP 503",
+      retryAfterMs: 3000,
+    });
   });
 
   it("429 honours Retry-After (seconds or an HTTP date); 408 → retry", async () => {
@@ -332,7 +368,11 @@ describe("outcomes", () => {
     routes.set("/slow-down-date", (_req, res) => res.writeHead(429, { "retry-after": at }).end());
     routes.set("/req-timeout", (_req, res) => res.writeHead(408).end());
     const s = sender();
-    expect(await sendOne(s, { url: `${base}/slow-down`, body: "{}" })).toEqual({ status: "retry", reason: "webhook answered HTTP 429", retryAfterMs: 7000 });
+    expect(await sendOne(s, { url: `${base}/slow-down`, body: "{}" })).toEqual({
+      status: "retry",
+      reason: "webhook answered HTTP 429",
+      retryAfterMs: 7000,
+    });
     const dated = await sendOne(s, { url: `${base}/slow-down-date`, body: "{}" });
     expect(dated).toMatchObject({ status: "retry" });
     expect((dated as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(55_000);

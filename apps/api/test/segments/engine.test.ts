@@ -456,7 +456,11 @@ describe("ad-hoc evaluation", () => {
   it("the members of an inline definition now, without storing a segment", async () => {
     clock.now = T;
     const w = await segmentWorld(t);
-    await w.send([identify("a", { plan: "pro" }, T - HOUR), identify("b", { plan: "free" }, T - HOUR), track({ anonymousId: "v" }, "Seen", T - HOUR)]);
+    await w.send([
+      identify("a", { plan: "pro" }, T - HOUR),
+      identify("b", { plan: "free" }, T - HOUR),
+      track({ anonymousId: "v" }, "Seen", T - HOUR),
+    ]);
     const query = await t.ctx.segments.membersOf(w.ws.id, trait("plan", { type: "NotEquals", value: "free" }), "seed");
     const { rows } = await t.ctx.db.pool.query<{ profile_id: string }>(`SELECT profile_id FROM (${query.text}) m ORDER BY 1`, query.values);
     expect(rows.map((r) => r.profile_id)).toEqual(["a"]);

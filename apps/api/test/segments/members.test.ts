@@ -107,7 +107,11 @@ describe("PUT /api/admin/segments/:id/members", () => {
   it("keeps hand-set members across a definition without a Manual node and back", async () => {
     const seg = await putSegment({ name: "Switcher" });
     await members(seg.id, { add: ["k1", "k2"] });
-    await putSegment({ id: seg.id, name: "Switcher", definition: { entryNode: { type: "Trait", id: "e", path: "never", operator: { type: "Exists" } } } });
+    await putSegment({
+      id: seg.id,
+      name: "Switcher",
+      definition: { entryNode: { type: "Trait", id: "e", path: "never", operator: { type: "Exists" } } },
+    });
     expect(await userIds(seg.id)).toEqual([]);
     expect((await members(seg.id, { add: ["k3"] })).status).toBe(409);
     await putSegment({ id: seg.id, name: "Switcher", definition: { entryNode: { type: "Manual", id: "m" } } });

@@ -73,6 +73,7 @@ export async function createTestApp(overrides: Partial<ResolvedConfig> & Context
       await app.close();
       await ctx.ingestor.close();
       await ctx.jobs.stop();
+      await ctx.senders.close();
       await ctx.db.close();
     },
   };

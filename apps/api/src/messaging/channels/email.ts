@@ -47,6 +47,7 @@ const RESERVED_HEADERS = new Set([
 /** RFC 5322 field name: printable ASCII but the colon. */
 const HEADER_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
 /** CR, LF and every other control character but tab: in a header value they are an injection. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
 const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 /** A single bare address: the delivery's contact point, never a list or a display name. */
 const ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+$/;
@@ -95,7 +96,7 @@ export function buildMail(message: OutgoingMessage<EmailRendered>, config: SmtpS
   const headers: Record<string, string> = {};
   for (const [name, raw] of Object.entries(rendered.headers ?? {})) {
     if (!HEADER_NAME.test(name)) throw new Refused(`header injection refused: invalid header name ${JSON.stringify(name)}`);
-    if (false) throw new Refused(`header ${name} is set by the sender, not by a template`);
+    if (RESERVED_HEADERS.has(name.toLowerCase())) throw new Refused(`header ${name} is set by the sender, not by a template`);
     const value = headerValue(name, raw);
     if (value) headers[name] = value;
   }

@@ -25,7 +25,11 @@ export type WebhookResolver = (hostname: string) => Promise<ResolvedAddress[]>;
 export interface WebhookSenderOptions {
   /** Hosts that may be private/loopback/link-local (URL hostnames, exact match, any port). */
   allowedHosts: string[];
-  /** Budget of one message, redirects included: connect, response headers, body gaps. Default 10 s. */
+  /**
+   * Budget of one message, redirects included (default 10 s): each hop's response headers and body
+   * gaps get what is left of it, a connection attempt up to all of it, so a message takes at most
+   * about 2 × timeoutMs (+ ~1 s: undici enforces header/body timeouts with coarse timers).
+   */
   timeoutMs?: number;
   /** Redirects followed per message (each hop re-checked); one more is a permanent failure. Default 3. */
   maxRedirects?: number;
