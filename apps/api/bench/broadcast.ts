@@ -61,7 +61,8 @@ function startReceiver() {
       Object.assign(state, { count: 0, first: 0, last: 0, duplicates: 0 });
       state.ids.clear();
     },
-    listen: () => new Promise<string>((r) => server.listen(0, "127.0.0.1", () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))),
+    listen: () =>
+      new Promise<string>((r) => server.listen(0, "127.0.0.1", () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))),
     close: () => new Promise((r) => server.close(r)),
   };
 }
@@ -81,7 +82,13 @@ async function bareLoop(url: string, n: number): Promise<number> {
       const res = await request(`${url}/hook`, {
         method: "POST",
         dispatcher: agent,
-        headers: { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": `v1,${signature}`, "user-agent": "bench" },
+        headers: {
+          "content-type": "application/json",
+          "webhook-id": id,
+          "webhook-timestamp": String(ts),
+          "webhook-signature": `v1,${signature}`,
+          "user-agent": "bench",
+        },
         body,
       });
       await res.body.dump();
@@ -116,7 +123,10 @@ async function main() {
   });
   const base = `http://127.0.0.1:${port}`;
   try {
-    const [, workspaceId, adminKey] = await waitForLine(server, /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /);
+    const [, workspaceId, adminKey] = await waitForLine(
+      server,
+      /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /,
+    );
     const admin = async (method: string, p: string, body?: unknown) => {
       const res = await fetch(base + p, {
         method,
@@ -147,7 +157,12 @@ async function main() {
       const res = await admin("POST", "/api/admin/broadcasts/execute", {
         broadcastName: name,
         segmentDefinition,
-        messageTemplateDefinition: { type: "Webhook", url: `${receiverUrl}/hook`, method: "POST", body: '{"user":"{{ user.id }}","plan":"{{ user.plan }}"}' },
+        messageTemplateDefinition: {
+          type: "Webhook",
+          url: `${receiverUrl}/hook`,
+          method: "POST",
+          body: '{"user":"{{ user.id }}","plan":"{{ user.plan }}"}',
+        },
       });
       const accepted = performance.now();
       for (;;) {
@@ -166,14 +181,17 @@ async function main() {
     const seconds = (r.last - r.first) / 1000;
     const rate = r.count / seconds;
     const firstMs = r.first - r.accepted;
-    console.log(`broadcast: ${r.b.status} counts ${JSON.stringify(r.b.counts)}; ${r.count} requests (${r.ids.size} distinct webhook-ids, ${r.duplicates} repeats) in ${seconds.toFixed(2)} s`);
+    console.log(
+      `broadcast: ${r.b.status} counts ${JSON.stringify(r.b.counts)}; ${r.count} requests (${r.ids.size} distinct webhook-ids, ${r.duplicates} repeats) in ${seconds.toFixed(2)} s`,
+    );
 
     receiver.reset();
     const bare = await bareLoop(receiverUrl, MEMBERS);
     await client.end();
 
     const ratio = rate / bare;
-    const line = (name: string, value: string, target: string, ok: boolean) => console.log(`${name.padEnd(44)} ${value.padStart(12)}   target ${target.padEnd(10)} ${ok ? "PASS" : "FAIL"}`);
+    const line = (name: string, value: string, target: string, ok: boolean) =>
+      console.log(`${name.padEnd(44)} ${value.padStart(12)}   target ${target.padEnd(10)} ${ok ? "PASS" : "FAIL"}`);
     console.log("\n=== bench:broadcast ===");
     line(`messages/s (${MEMBERS} members, webhook)`, rate.toFixed(0), "≥ 5000", rate >= 5000);
     line("bare undici loop, signed requests/s", bare.toFixed(0), "—", true);

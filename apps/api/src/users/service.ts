@@ -142,7 +142,9 @@ export async function deleteUser(prisma: PrismaClient, workspaceId: string, user
     await tx.event.deleteMany({ where: { workspaceId, identityId: { in: ids } } });
     await tx.profileAlias.deleteMany({ where: { workspaceId, profileId } });
     // Deliveries stay counted in their broadcasts, without anything that names the person.
-    await tx.$executeRaw`UPDATE deliveries SET user_id = 'erased:' || id, contact = NULL, rendered = NULL, updated_at = now()
+    // A failure's reason may quote the contact point (a push token, an address): blanked too.
+    await tx.$executeRaw`UPDATE deliveries SET user_id = 'erased:' || id, contact = NULL, rendered = NULL,
+        reason = CASE WHEN contact IS NULL OR contact = '' THEN reason ELSE replace(reason, contact, '[erased]') END, updated_at = now()
       WHERE workspace_id = ${workspaceId}::uuid AND user_id = ${profileId}`;
   });
 }

@@ -26,8 +26,7 @@ const push = (to: string, rendered: Partial<PushRendered> = {}, i = 0): Outgoing
 });
 const many = (n: number) => Array.from({ length: n }, (_, i) => push(token(i), { body: `#${i}` }, i));
 /** Ticket id Expo gave each token, from what the double recorded. */
-const ticketIdByToken = () =>
-  new Map(expo.batches.flatMap((b) => b.messages.map((m, k) => [m.to, b.ticketIds[k]] as const)));
+const ticketIdByToken = () => new Map(expo.batches.flatMap((b) => b.messages.map((m, k) => [m.to, b.ticketIds[k]] as const)));
 
 describe("ExpoSender", () => {
   it("posts the documented message fields as a JSON array", async () => {
@@ -89,7 +88,10 @@ describe("ExpoSender", () => {
     expo.ticketErrors.set(token(160), "MessageRateExceeded");
     const outcomes = await new ExpoSender().send(many(200), config());
 
-    expect(outcomes[3]).toEqual({ status: "failed", reason: `DeviceNotRegistered: "${token(3)}" is not a registered push notification recipient` });
+    expect(outcomes[3]).toEqual({
+      status: "failed",
+      reason: `DeviceNotRegistered: "${token(3)}" is not a registered push notification recipient`,
+    });
     expect(outcomes[150]).toEqual({ status: "failed", reason: `MessageTooBig: MessageTooBig for "${token(150)}"` });
     expect(outcomes[160]).toEqual({ status: "retry", reason: `MessageRateExceeded: MessageRateExceeded for "${token(160)}"` });
     const ids = ticketIdByToken();
@@ -115,7 +117,9 @@ describe("ExpoSender", () => {
   });
 
   it("fails every message of a request Expo refuses with a 4xx", async () => {
-    expo.failNext(expoErrors(400, "PUSH_TOO_MANY_EXPERIENCE_IDS", "All push notification messages in the same request must be for the same project."));
+    expo.failNext(
+      expoErrors(400, "PUSH_TOO_MANY_EXPERIENCE_IDS", "All push notification messages in the same request must be for the same project."),
+    );
     const outcomes = await new ExpoSender().send(many(3), config());
     const reason =
       "Expo PUSH_TOO_MANY_EXPERIENCE_IDS: All push notification messages in the same request must be for the same project. (HTTP 400)";
@@ -153,7 +157,11 @@ describe("ExpoSender", () => {
 
   it("the double refuses more than 100 messages and malformed tokens", async () => {
     const post = (body: unknown) =>
-      fetch(`${expo.url}/--/api/v2/push/send`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      fetch(`${expo.url}/--/api/v2/push/send`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
     const tooMany = await post(Array.from({ length: 101 }, (_, i) => ({ to: token(i), body: "x" })));
     expect(tooMany.status).toBe(400);
     const badToken = await post([{ to: "nope", body: "x" }]);

@@ -101,7 +101,9 @@ describe("FcmSender", () => {
 
   it("leaves image and data out when there are none", async () => {
     await new FcmSender().send([push("device-1")], config());
-    expect(JSON.parse(fcm.requests.at(-1)!.body)).toEqual({ message: { token: "device-1", notification: { title: "Title", body: "Body" } } });
+    expect(JSON.parse(fcm.requests.at(-1)!.body)).toEqual({
+      message: { token: "device-1", notification: { title: "Title", body: "Body" } },
+    });
   });
 
   it("caches the access token across sends and batches (one exchange per service account)", async () => {
@@ -188,7 +190,10 @@ describe("FcmSender", () => {
 
   it("retries on 429 with Retry-After and on 5xx", async () => {
     const sendOnly = (r: { path: string }) => r.path !== "/token";
-    fcm.failNext({ ...googleError(429, "RESOURCE_EXHAUSTED", "Quota exceeded", "QUOTA_EXCEEDED"), headers: { "retry-after": "30" } }, sendOnly);
+    fcm.failNext(
+      { ...googleError(429, "RESOURCE_EXHAUSTED", "Quota exceeded", "QUOTA_EXCEEDED"), headers: { "retry-after": "30" } },
+      sendOnly,
+    );
     fcm.failNext(googleError(503, "UNAVAILABLE", "The service is currently unavailable.", "UNAVAILABLE"), sendOnly);
     const sender = new FcmSender({ concurrency: 1 });
     const outcomes = await sender.send([push("a"), push("b"), push("c")], config());
@@ -209,7 +214,10 @@ describe("FcmSender", () => {
     expect(fcm.pushes).toHaveLength(0);
 
     const dead = await deadUrl();
-    const [unreachable] = await new FcmSender().send([push("a")], config({ serviceAccountJson: serviceAccountJson(EMAIL_A, keyA.privateKey, `${dead}/token`) }));
+    const [unreachable] = await new FcmSender().send(
+      [push("a")],
+      config({ serviceAccountJson: serviceAccountJson(EMAIL_A, keyA.privateKey, `${dead}/token`) }),
+    );
     expect(unreachable!.status).toBe("retry");
     expect((unreachable as { reason: string }).reason).toMatch(/^FCM token exchange: .*ECONNREFUSED/);
   });
@@ -257,7 +265,9 @@ describe("FcmSender", () => {
     expect((await exchange(signAssertion(account, now - 7200))).body.error).toBe("invalid_grant"); // expired
     expect((await exchange(signAssertion({ ...account, tokenUri: "https://elsewhere/token" }, now))).body.error).toBe("invalid_grant");
     const [h, c, s] = signAssertion(account, now).split(".");
-    const longer = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(c!, "base64url").toString()), exp: now + 7200 })).toString("base64url");
+    const longer = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(c!, "base64url").toString()), exp: now + 7200 })).toString(
+      "base64url",
+    );
     expect((await exchange(`${h}.${longer}.${s}`)).body.error).toBe("invalid_grant"); // signature no longer matches
   });
 });

@@ -65,7 +65,11 @@ export class ExpoDouble extends DoubleServer {
     }
     const messages = (Array.isArray(parsed) ? parsed : [parsed]) as ExpoMessage[];
     if (messages.length > 100) {
-      return expoErrors(400, "PUSH_TOO_MANY_NOTIFICATIONS", `You are trying to send more than 100 push notifications in one request (${messages.length}).`);
+      return expoErrors(
+        400,
+        "PUSH_TOO_MANY_NOTIFICATIONS",
+        `You are trying to send more than 100 push notifications in one request (${messages.length}).`,
+      );
     }
     for (const [i, m] of messages.entries()) {
       const problem = checkMessage(m);

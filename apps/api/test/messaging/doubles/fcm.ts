@@ -135,7 +135,11 @@ export class FcmDouble extends DoubleServer {
       );
     }
     if (projectId !== this.options.projectId) {
-      return googleError(403, "PERMISSION_DENIED", `Permission 'cloudmessaging.messages.create' denied on resource '//fcm.googleapis.com/projects/${projectId}'`);
+      return googleError(
+        403,
+        "PERMISSION_DENIED",
+        `Permission 'cloudmessaging.messages.create' denied on resource '//fcm.googleapis.com/projects/${projectId}'`,
+      );
     }
     if (mediaType(req.headers["content-type"]) !== "application/json") {
       return googleError(400, "INVALID_ARGUMENT", "Content-Type must be application/json");
