@@ -157,7 +157,7 @@ function node(
       c.ctes.push(`${alias} AS (
         SELECT DISTINCT ON (i.profile_id) i.profile_id, (${has.cond}) AS ok
         FROM ${trackEvents(p, n.event)} AND ${where.cond}
-        ORDER BY i.profile_id, e.event_time DESC, e.message_id DESC)`);
+        ORDER BY i.profile_id, e.event_time DESC, e.message_id COLLATE "C" DESC)`);
       c.joins.push(`LEFT JOIN ${alias} ON ${alias}.profile_id = p.profile_id`);
       const flips = [...where.flips, ...has.flips];
       if (flips.length > 0) {
