@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
 import { defineConfig } from "tsup";
+
+const { version } = JSON.parse(readFileSync(new URL("./package.json", import.meta.url), "utf8")) as { version: string };
 
 // tsup 8 hands TypeScript a `baseUrl` for the declaration build, which TypeScript 6 deprecates
 // (error TS5101); acknowledging the deprecation there keeps our own tsconfig strict.
@@ -10,4 +13,5 @@ export default defineConfig({
   dts: { compilerOptions: dtsCompilerOptions },
   sourcemap: true,
   target: "node20",
+  define: { __SDK_VERSION__: JSON.stringify(version) },
 });

@@ -1,17 +1,35 @@
-// The one error the SDK throws for API failures.
-import { type ErrorCode, type ErrorIssue, ErrorResponse } from "@tidings/schema";
+// The one error the SDK throws (admin) or reports to `onError` (ingestion).
+import { type ErrorCode, type ErrorIssue, ErrorResponse, errorStatus } from "@tidings/schema";
+
+/**
+ * Codes for failures that have no server answer (`status` 0): `NETWORK` (connection refused or
+ * reset, DNS, a request timeout), `QUEUE_FULL` and `CLOSED` (an event the ingestion client did not
+ * accept), `INVALID_RESPONSE` (a 2xx body that does not match the operation's schema), `TIMEOUT`
+ * (`broadcasts.wait` gave up). Events refused locally use the server's codes
+ * (`VALIDATION_FAILED`, `PAYLOAD_TOO_LARGE`) with status 0.
+ */
+export type ClientErrorCode = "NETWORK" | "QUEUE_FULL" | "CLOSED" | "INVALID_RESPONSE" | "TIMEOUT";
+
+/** Every `code` a TidingsApiError may carry: the server's closed list and the client's own. */
+export type TidingsErrorCode = ErrorCode | ClientErrorCode;
+
+const codeByStatus = new Map<number, ErrorCode>(Object.entries(errorStatus).map(([code, status]) => [status, code as ErrorCode]));
 
 export class TidingsApiError extends Error {
-  /** Stable across bundles: check `err.name === "TidingsApiError"` rather than instanceof. */
+  /** Stable across bundles: check `err.name === "TidingsApiError"` (or `isTidingsApiError`) rather than instanceof. */
   override readonly name = "TidingsApiError";
   constructor(
+    /** The HTTP status; 0 when there was no response (network error, local check). */
     readonly status: number,
-    readonly code: ErrorCode | "NETWORK",
+    readonly code: TidingsErrorCode,
     message: string,
+    /** The server's request id (also in its logs); undefined when there was no response. */
     readonly requestId: string | undefined,
+    /** For validation errors, one entry per offending field (e.g. `batch.3.event`). */
     readonly issues: ErrorIssue[] = [],
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 
   /** Builds the error from an HTTP status and body; tolerates bodies that are not our envelope. */
@@ -21,11 +39,21 @@ export class TidingsApiError extends Error {
       const e = parsed.data.error;
       return new TidingsApiError(status, e.code, e.message, e.requestId, e.issues ?? []);
     }
-    const code: ErrorCode = status >= 500 ? "INTERNAL" : status === 401 ? "UNAUTHORIZED" : "VALIDATION_FAILED";
+    // A proxy or load balancer answered (HTML, empty body): the status still says what happened.
+    const code: ErrorCode =
+      codeByStatus.get(status) ?? (status >= 500 ? "INTERNAL" : status === 401 ? "UNAUTHORIZED" : "VALIDATION_FAILED");
     return new TidingsApiError(status, code, `HTTP ${status}`, requestIdHeader ?? undefined);
   }
 }
 
 export function isTidingsApiError(err: unknown): err is TidingsApiError {
   return err instanceof Error && err.name === "TidingsApiError";
+}
+
+/** A failure before any response: the message names the cause, which is kept as `cause`. */
+export function networkError(err: unknown): TidingsApiError {
+  const e = err as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } };
+  const timedOut = e?.name === "TimeoutError" || e?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.code === "UND_ERR_BODY_TIMEOUT";
+  const detail = e?.cause?.code ?? e?.code ?? e?.cause?.message ?? e?.message ?? String(err);
+  return new TidingsApiError(0, "NETWORK", timedOut ? "Request timed out" : `Network error: ${detail}`, undefined, [], { cause: err });
 }
