@@ -136,20 +136,28 @@ function node(
     }
     case "Performed": {
       const props = conditions(n.properties, "e", p);
-      const inWindow = n.withinSeconds === undefined ? "true" : `e.event_time >= $3::timestamptz - ${seconds(p, n.withinSeconds)}`;
+      // Events before the window can never count again: a full recompute reads only the window
+      // (the (workspace_id, event, event_time) index), not every event of that name.
+      const window = n.withinSeconds === undefined ? "" : ` AND e.event_time >= $3::timestamptz - ${seconds(p, n.withinSeconds)}`;
       // An event leaves the window just after event_time + withinSeconds.
       const flips = [...props.flips];
       if (n.withinSeconds !== undefined) {
         const expiry = `e.event_time + ${seconds(p, n.withinSeconds)} + ${ms}`;
-        flips.push(`CASE WHEN ${props.cond} AND ${expiry} > $3::timestamptz THEN ${expiry} END`);
+        flips.push(`CASE WHEN ${props.cond} THEN ${expiry} END`);
       }
       c.ctes.push(`${alias} AS (
-        SELECT i.profile_id, count(*) FILTER (WHERE ${inWindow} AND ${props.cond}) AS n, min(${least(flips)}) AS next_at
-        FROM ${trackEvents(p, n.event)}
+        SELECT i.profile_id, count(*) FILTER (WHERE ${props.cond}) AS n, min(${least(flips)}) AS next_at
+        FROM ${trackEvents(p, n.event)}${window}
         GROUP BY i.profile_id)`);
       c.joins.push(`LEFT JOIN ${alias} ON ${alias}.profile_id = p.profile_id`);
       const count = `coalesce(${alias}.n, 0)`;
-      return { cond: `${count} ${n.timesOperator} ${p.add(n.times, "int8")}`, flips: [`${alias}.next_at`] };
+      const times = p.add(n.times, "int8");
+      const cond = `${count} ${n.timesOperator} ${times}`;
+      if (props.flips.length > 0) return { cond, flips: [`${alias}.next_at`] };
+      // Without dated properties, time only lowers the count: an expiry matters only where a
+      // lower count could change the result (keeps timers off the users it cannot change).
+      const mayChange = n.timesOperator === ">=" ? cond : n.timesOperator === "<" ? `NOT (${cond})` : `${count} >= ${times}`;
+      return { cond, flips: [`CASE WHEN ${mayChange} THEN ${alias}.next_at END`] };
     }
     case "LastPerformed": {
       const where = conditions(n.whereProperties, "e", p);
