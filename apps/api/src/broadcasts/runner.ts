@@ -14,9 +14,9 @@ import { releaseBroadcast, START_TASK } from "./service.ts";
 const SEND_TASK = "broadcasts.send";
 const TICK_TASK = "broadcasts.tick";
 /** Senders per broadcast (parallel jobs claiming chunks). */
-const SENDERS = 2;
+const SENDERS = 3;
 /** Deliveries claimed at once. */
-const CHUNK = 250;
+const CHUNK = 500;
 
 export interface BroadcastRunnerOptions {
   pool: pg.Pool;

@@ -45,6 +45,13 @@ interface BroadcastToSend {
   rate_limit_per_second: number | null;
 }
 
+interface ChunkContext {
+  provider: ProviderForSending | null;
+  providerError: string | null;
+  group: { id: string; type: "OptIn" | "OptOut" } | null;
+  workspace: { id: string; name: string };
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class Deliverer {
@@ -66,8 +73,19 @@ export class Deliverer {
     if (wait > 0) await sleep(wait);
   }
 
-  /** Sends up to `limit` due deliveries of the broadcast; returns how many it claimed (0: none due). */
-  async deliverBroadcastChunk(b: BroadcastToSend, limit: number): Promise<number> {
+  /** What every chunk of a broadcast needs, read once per few seconds rather than per chunk. */
+  private contexts = new Map<string, { at: number; value: Promise<ChunkContext> }>();
+
+  private context(b: BroadcastToSend): Promise<ChunkContext> {
+    const cached = this.contexts.get(b.id);
+    if (cached && Date.now() - cached.at < 5000) return cached.value;
+    const value = this.loadContext(b);
+    this.contexts.set(b.id, { at: Date.now(), value });
+    if (this.contexts.size > 1000) this.contexts.delete(this.contexts.keys().next().value!);
+    return value;
+  }
+
+  private async loadContext(b: BroadcastToSend): Promise<ChunkContext> {
     const workspaceId = b.workspace_id;
     let provider: ProviderForSending | null = null;
     let providerError: string | null = null;
@@ -76,11 +94,21 @@ export class Deliverer {
     } catch (err) {
       providerError = `the ${b.template.type} provider cannot be used: ${err instanceof Error ? err.message : String(err)}`;
     }
+    const [group, workspace] = await Promise.all([
+      b.subscription_group_id
+        ? this.o.prisma.subscriptionGroup.findUnique({ where: { workspaceId_id: { workspaceId, id: b.subscription_group_id } } })
+        : null,
+      this.o.prisma.workspace.findUniqueOrThrow({ where: { id: workspaceId }, select: { id: true, name: true } }),
+    ]);
+    return { provider, providerError, group: group ? { id: group.id, type: group.type } : null, workspace };
+  }
+
+  /** Sends up to `limit` due deliveries of the broadcast; returns how many it claimed (0: none due). */
+  async deliverBroadcastChunk(b: BroadcastToSend, limit: number): Promise<number> {
+    const workspaceId = b.workspace_id;
+    const { provider, providerError, group, workspace } = await this.context(b);
     const rate = Math.min(b.rate_limit_per_second ?? Infinity, (provider && PROVIDER_RATE[provider.type]) ?? Infinity);
     const n = Number.isFinite(rate) ? Math.max(1, Math.min(limit, Math.floor(rate / 4) || 1)) : limit;
-    const group = b.subscription_group_id
-      ? await this.o.prisma.subscriptionGroup.findUnique({ where: { workspaceId_id: { workspaceId, id: b.subscription_group_id } } })
-      : null;
     const trait = contactTrait(b.template.type, provider?.type ?? null);
     const {
       picked,
@@ -92,7 +120,7 @@ export class Deliverer {
       limit: n,
       leaseSeconds: this.o.leaseSeconds,
       contactTrait: trait,
-      subscriptionGroup: group ? { id: group.id, type: group.type } : null,
+      subscriptionGroup: group,
     });
     if (skipped > 0) this.o.metrics.deliveries.inc({ channel: b.template.type, status: "Skipped" }, skipped);
     if (claimed.length === 0) return picked;
@@ -100,7 +128,6 @@ export class Deliverer {
     if (provider && PROVIDER_RATE[provider.type])
       await this.pace(workspaceId, `provider:${provider.id}`, claimed.length, PROVIDER_RATE[provider.type]!);
 
-    const workspace = await this.o.prisma.workspace.findUniqueOrThrow({ where: { id: workspaceId }, select: { id: true, name: true } });
     const ctx: RenderContext = {
       workspace,
       publicUrl: this.o.publicUrl,

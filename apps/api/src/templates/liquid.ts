@@ -81,6 +81,24 @@ export interface RenderScope {
   unsubscribe_url: string;
 }
 
+/** Parsed templates by engine and text: a broadcast renders one template for every member. */
+const parsed = new Map<Liquid, Map<string, ReturnType<Liquid["parse"]>>>();
+const PARSED_MAX = 2000;
+function parseCached(engine: Liquid, text: string) {
+  let byText = parsed.get(engine);
+  if (!byText) {
+    byText = new Map();
+    parsed.set(engine, byText);
+  }
+  let templates = byText.get(text);
+  if (!templates) {
+    templates = engine.parse(text);
+    if (byText.size >= PARSED_MAX) byText.clear();
+    byText.set(text, templates);
+  }
+  return templates;
+}
+
 /**
  * Renders every Liquid field of a definition; map fields stay maps. Parse and render errors are
  * a 400 naming the field under `prefix`.
@@ -100,7 +118,8 @@ export async function renderDefinition(
   for (const [path, text] of liquidFields(definition)) {
     let out: string;
     try {
-      out = String(await engineFor(definition, path).parseAndRender(text, scope));
+      const engine = engineFor(definition, path);
+      out = String(await engine.render(parseCached(engine, text), scope));
     } catch (err) {
       issues.push({ path: [prefix, ...path].join("."), message: `Liquid error: ${errorMessage(err)}` });
       continue;
