@@ -1,22 +1,51 @@
-// The `tidings` command tree. Each command lives in its own module under commands/.
+// The `tidings` command tree. Each command group lives in its own module under commands/, over the
+// shared wrapper in context.ts (connection, output, errors → exit codes).
 import { Command } from "commander";
-import packageJson from "../package.json" with { type: "json" };
+import { registerApplyCommand } from "./commands/apply.js";
+import { registerBroadcastCommands } from "./commands/broadcasts.js";
+import { registerEventCommands } from "./commands/events.js";
+import { registerJourneyCommands } from "./commands/journeys.js";
+import { registerLoginCommands } from "./commands/login.js";
 import { registerOpenApiCommand } from "./commands/openapi.js";
+import { registerResourceCommands } from "./commands/resources.js";
+import { registerUserCommands } from "./commands/users.js";
+import { registerWorkspaceCommands } from "./commands/workspaces.js";
+import { addGlobalOptions } from "./context.js";
+import { kindByName } from "./resources.js";
+import { VERSION } from "./version.js";
 
-/** This CLI's version, from its package.json (inlined by the build), so a release bump moves it. */
-export const VERSION: string = packageJson.version;
+export { VERSION };
 
 export function buildProgram(): Command {
   const program = new Command()
     .name("tidings")
-    .description("Administer a Tidings server: segments, templates, broadcasts, journeys and users.")
+    .description("Administer a Tidings server: segments, templates, broadcasts, journeys, users and events.")
     .version(VERSION)
-    .showHelpAfterError()
-    // Usage errors exit 2 (API errors exit 1), per the CLI contract.
+    .showHelpAfterError("(add --help for usage)")
+    // Usage errors exit 2 (API errors exit 1), per the CLI contract. Set before the commands are
+    // added, so every subcommand inherits it.
     .exitOverride((err) => {
-      if (err.code === "commander.helpDisplayed" || err.code === "commander.version") process.exit(0);
+      if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") process.exit(0);
       process.exit(2);
-    });
+    })
+    .addHelpText(
+      "after",
+      `
+Connection: --host, --api-key, --workspace, --write-key, else TIDINGS_HOST, TIDINGS_API_KEY,
+TIDINGS_WORKSPACE_ID, TIDINGS_WRITE_KEY, else the profile saved by \`tidings login\`.
+Exit codes: 0 success, 1 API error (the message names the field and the request id), 2 usage error.`,
+    );
+  addGlobalOptions(program);
+  registerLoginCommands(program);
+  registerApplyCommand(program);
+  registerResourceCommands(program, kindByName.get("Segment")!);
+  registerResourceCommands(program, kindByName.get("Template")!);
+  registerResourceCommands(program, kindByName.get("SubscriptionGroup")!);
+  registerJourneyCommands(program);
+  registerBroadcastCommands(program);
+  registerUserCommands(program);
+  registerEventCommands(program);
+  registerWorkspaceCommands(program);
   registerOpenApiCommand(program);
   return program;
 }

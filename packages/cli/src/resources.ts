@@ -1,0 +1,172 @@
+// The four kinds of stored definitions the CLI manages alike — segments, templates, subscription
+// groups, journeys: their operations, the schema a file is validated with, and their table.
+import {
+  type JourneyResource,
+  type MessageTemplateResource,
+  type OperationId,
+  type SegmentResource,
+  type SubscriptionGroupResource,
+  UpsertJourneyRequestBody,
+  UpsertMessageTemplateRequestBody,
+  UpsertSegmentRequestBody,
+  UpsertSubscriptionGroupRequestBody,
+} from "@tidings/schema";
+import type { Api } from "./api.js";
+import { isUuid } from "./context.js";
+import { ApiError } from "./errors.js";
+import { type Column, formatTime } from "./output.js";
+
+/** The part of a zod schema the CLI uses (the CLI does not depend on zod itself). */
+export interface BodySchema {
+  safeParse(
+    value: unknown,
+  ): { success: true; data: unknown } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
+}
+
+/** A stored resource, as every kind has at least these fields. */
+export interface StoredResource {
+  id: string;
+  name: string;
+  updatedAt: number;
+  [field: string]: unknown;
+}
+
+export interface ResourceKind {
+  /** The `kind:` of an apply file. */
+  kind: "SubscriptionGroup" | "Segment" | "Template" | "Journey";
+  /** The command group, e.g. `subscription-groups`. */
+  command: string;
+  /** For messages: "subscription group". */
+  noun: string;
+  ops: { upsert: OperationId; list: OperationId; get: OperationId; delete: OperationId };
+  /** The PUT body schema files are validated with. */
+  body: BodySchema;
+  /** Response fields the server manages: never compared with a file. */
+  serverFields: readonly string[];
+  columns: readonly Column<StoredResource>[];
+}
+
+const updated: Column<StoredResource> = { header: "UPDATED", value: (r) => formatTime(r.updatedAt) };
+const common = ["id", "workspaceId", "createdAt", "updatedAt"];
+
+const subscriptionGroups: ResourceKind = {
+  kind: "SubscriptionGroup",
+  command: "subscription-groups",
+  noun: "subscription group",
+  ops: {
+    upsert: "subscriptionGroups.upsert",
+    list: "subscriptionGroups.list",
+    get: "subscriptionGroups.get",
+    delete: "subscriptionGroups.delete",
+  },
+  body: UpsertSubscriptionGroupRequestBody,
+  serverFields: common,
+  columns: [
+    { header: "NAME", value: (r) => r.name },
+    { header: "ID", value: (r) => r.id },
+    { header: "CHANNEL", value: (r) => (r as unknown as SubscriptionGroupResource).channel },
+    { header: "TYPE", value: (r) => (r as unknown as SubscriptionGroupResource).type },
+    updated,
+  ],
+};
+
+const segments: ResourceKind = {
+  kind: "Segment",
+  command: "segments",
+  noun: "segment",
+  ops: { upsert: "segments.upsert", list: "segments.list", get: "segments.get", delete: "segments.delete" },
+  body: UpsertSegmentRequestBody,
+  serverFields: [...common, "definitionUpdatedAt", "lastRecomputed", "memberCount"],
+  columns: [
+    { header: "NAME", value: (r) => r.name },
+    { header: "ID", value: (r) => r.id },
+    { header: "ENTRY", value: (r) => (r as unknown as SegmentResource).definition?.entryNode.type },
+    { header: "MEMBERS", value: (r) => (r as unknown as SegmentResource).memberCount, right: true },
+    updated,
+  ],
+};
+
+const templates: ResourceKind = {
+  kind: "Template",
+  command: "templates",
+  noun: "template",
+  ops: { upsert: "templates.upsert", list: "templates.list", get: "templates.get", delete: "templates.delete" },
+  body: UpsertMessageTemplateRequestBody,
+  serverFields: [...common, "type"],
+  columns: [
+    { header: "NAME", value: (r) => r.name },
+    { header: "ID", value: (r) => r.id },
+    { header: "TYPE", value: (r) => (r as unknown as MessageTemplateResource).type },
+    { header: "DEFINITION", value: (r) => ((r as unknown as MessageTemplateResource).definition ? "yes" : "no (draft only)") },
+    updated,
+  ],
+};
+
+const journeys: ResourceKind = {
+  kind: "Journey",
+  command: "journeys",
+  noun: "journey",
+  ops: { upsert: "journeys.upsert", list: "journeys.list", get: "journeys.get", delete: "journeys.delete" },
+  body: UpsertJourneyRequestBody,
+  serverFields: common,
+  columns: [
+    { header: "NAME", value: (r) => r.name },
+    { header: "ID", value: (r) => r.id },
+    { header: "STATUS", value: (r) => (r as unknown as JourneyResource).status },
+    { header: "ENTRY", value: (r) => (r as unknown as JourneyResource).definition?.entryNode.type },
+    updated,
+  ],
+};
+
+/** In the order `apply` writes them: what a later kind may reference comes first. */
+export const resourceKinds: readonly ResourceKind[] = [subscriptionGroups, segments, templates, journeys];
+
+/** `kind:` values accepted in files, with a few spellings people use. */
+export const kindByName = new Map<string, ResourceKind>([
+  ...resourceKinds.map((k) => [k.kind, k] as const),
+  ["MessageTemplate", templates],
+]);
+
+type Untyped = (id: OperationId, input: Record<string, unknown>) => Promise<unknown>;
+const untyped = (api: Api): Untyped => api.call.bind(api) as unknown as Untyped;
+
+/** Every stored resource of a kind (all pages). */
+export async function listAll(api: Api, kind: ResourceKind): Promise<StoredResource[]> {
+  const items: StoredResource[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = (await untyped(api)(kind.ops.list, { query: { limit: 500, cursor } })) as {
+      items: StoredResource[];
+      nextCursor: string | null;
+    };
+    items.push(...page.items);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return items;
+}
+
+/** One page of a kind, for `list`. */
+export async function listPage(api: Api, kind: ResourceKind, limit: number, cursor?: string) {
+  return (await untyped(api)(kind.ops.list, { query: { limit, cursor } })) as { items: StoredResource[]; nextCursor: string | null };
+}
+
+export async function getResource(api: Api, kind: ResourceKind, id: string): Promise<StoredResource> {
+  return (await untyped(api)(kind.ops.get, { params: { id } })) as StoredResource;
+}
+
+export async function deleteResource(api: Api, kind: ResourceKind, id: string): Promise<void> {
+  await untyped(api)(kind.ops.delete, { params: { id } });
+}
+
+export async function upsertResource(api: Api, kind: ResourceKind, body: Record<string, unknown>): Promise<StoredResource> {
+  return (await untyped(api)(kind.ops.upsert, { body })) as StoredResource;
+}
+
+/** Finds a resource by id or by exact name (names are unique per kind and workspace). */
+export async function resolveResource(api: Api, kind: ResourceKind, ref: string): Promise<StoredResource> {
+  if (isUuid(ref)) return getResource(api, kind, ref);
+  const name = ref.trim();
+  const found = (await listAll(api, kind)).find((r) => r.name === name);
+  if (!found) throw new ApiError(404, "NOT_FOUND", `no ${kind.noun} named "${name}"`, undefined);
+  return found;
+}
