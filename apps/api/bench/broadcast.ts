@@ -7,7 +7,7 @@
 // The receiver runs in this process and only counts (and checks webhook-ids are unique). The
 // members are written straight into `profiles` (set-based SQL) so the measure is the broadcast,
 // not ingestion. Receiver, server and PostgreSQL share the machine's cores.
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -19,25 +19,12 @@ import pg from "pg";
 import { Agent, request } from "undici";
 import { freePort, startEmbeddedPostgres } from "../src/db/embedded.ts";
 import { migrate } from "../src/db/migrate.ts";
+import { waitForLine } from "./support.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 100_000);
 const SECRET = "bench-signing-secret-0123456789abcdef";
 const ROOT = "bench-root-key-0123456789abcdef";
-
-function waitForLine(child: ChildProcess, re: RegExp): Promise<RegExpMatchArray> {
-  return new Promise((resolve, reject) => {
-    let buf = "";
-    const on = (chunk: Buffer) => {
-      buf += chunk.toString();
-      const m = buf.match(re);
-      if (m) resolve(m);
-    };
-    child.stdout?.on("data", on);
-    child.stderr?.on("data", on);
-    child.on("exit", (code) => reject(new Error(`process exited (${code}) before ready:\n${buf}`)));
-  });
-}
 
 /** The receiver: counts requests per phase, remembers ids, answers 200 at once. */
 function startReceiver() {

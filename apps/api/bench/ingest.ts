@@ -10,7 +10,7 @@
 // from `wrk -t1` when it is installed (apt-get install wrk; much lighter than a JS generator),
 // else from autocannon; batch load from autocannon with pre-built bodies. Load generator, server
 // and PostgreSQL share the machine's cores, so compare the ratios, not absolutes.
-import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -22,6 +22,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { startEmbeddedPostgres, freePort } from "../src/db/embedded.ts";
 import { migrate } from "../src/db/migrate.ts";
+import { waitForLine } from "./support.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -30,20 +31,6 @@ const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 15);
 /** Alternating identify rounds per server (Tidings, bare, Tidings, bare, …). */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const BATCH = 100;
-
-function waitForLine(child: ChildProcess, re: RegExp): Promise<RegExpMatchArray> {
-  return new Promise((resolve, reject) => {
-    let buf = "";
-    const on = (chunk: Buffer) => {
-      buf += chunk.toString();
-      const m = buf.match(re);
-      if (m) resolve(m);
-    };
-    child.stdout?.on("data", on);
-    child.stderr?.on("data", on);
-    child.on("exit", (code) => reject(new Error(`process exited (${code}) before ready:\n${buf}`)));
-  });
-}
 
 function peakRssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");

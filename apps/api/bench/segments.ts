@@ -49,7 +49,7 @@
 // BENCH_AUTO_EXPLAIN_MS=n (load auto_explain: plans of statements slower than n ms), BENCH_PG_LOG=file
 // (where PostgreSQL's log, those plans included, is appended), BENCH_KEEP=1 (leave PostgreSQL running
 // at the end, for experiments, until SIGINT/SIGTERM).
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { appendFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -63,6 +63,7 @@ import { freePort, startEmbeddedPostgres } from "../src/db/embedded.ts";
 import { migrate } from "../src/db/migrate.ts";
 import { compileSegment, segmentDependencies } from "../src/segments/engine/compile.ts";
 import { evaluateSegment } from "../src/segments/engine/evaluate.ts";
+import { waitForLine } from "./support.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const PHASES = process.env.BENCH_PHASES ?? "abdc";
@@ -97,20 +98,6 @@ const median = (xs: number[]) => pct(xs, 0.5);
 const msOf = (x: number) => (Number.isFinite(x) ? `${r0(x)} ms` : "never");
 const dist = (xs: number[]) =>
   `p50 ${msOf(pct(xs, 0.5))}, p95 ${msOf(pct(xs, 0.95))}, p99 ${msOf(pct(xs, 0.99))}, max ${msOf(pct(xs, 1))} (n=${xs.length})`;
-
-function waitForLine(child: ChildProcess, re: RegExp): Promise<RegExpMatchArray> {
-  return new Promise((resolve, reject) => {
-    let buf = "";
-    const on = (chunk: Buffer) => {
-      buf += chunk.toString();
-      const m = buf.match(re);
-      if (m) resolve(m);
-    };
-    child.stdout?.on("data", on);
-    child.stderr?.on("data", on);
-    child.on("exit", (code) => reject(new Error(`process exited (${code}) before ready:\n${buf}`)));
-  });
-}
 
 /** A pg client whose connection errors (PostgreSQL stopping at the end) fail its queries, not the process. */
 function client(url: string) {
