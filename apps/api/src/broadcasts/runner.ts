@@ -70,7 +70,10 @@ export class BroadcastRunner {
   /** Freezes the audience: one Queued delivery per member now, in the transaction that starts it. */
   async start(workspaceId: string, broadcastId: string) {
     const b = await this.load(workspaceId, broadcastId);
-    if (!b || b.status !== "Queued") return;
+    if (b?.status !== "Queued") return;
+    // A stored segment's members as of now: changes still in the outbox, and a first recompute
+    // of a segment created a moment ago, are applied first.
+    if (b.segment_id) await this.o.segments.settle(workspaceId);
     const audience = b.segment_id
       ? {
           text: "SELECT profile_id FROM segment_memberships WHERE workspace_id = $1 AND segment_id = $2::uuid",
@@ -114,7 +117,7 @@ export class BroadcastRunner {
   async send(workspaceId: string, broadcastId: string) {
     for (;;) {
       const b = await this.load(workspaceId, broadcastId);
-      if (!b || b.status !== "Running") return;
+      if (b?.status !== "Running") return;
       const sent = await this.o.deliverer.deliverBroadcastChunk(b, CHUNK);
       if (sent === 0) break;
       await this.o.pool.query("UPDATE broadcasts SET updated_at = now() WHERE workspace_id = $1 AND id = $2", [workspaceId, broadcastId]);

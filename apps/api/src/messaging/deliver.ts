@@ -22,6 +22,8 @@ import type { RenderScope } from "../templates/liquid.ts";
 /** Providers' own documented limits, enforced across workers (messages per second). */
 const PROVIDER_RATE: Partial<Record<string, number>> = { Expo: 600 };
 
+/** One sender per provider type; each takes its own rendered shape and config (checked where it is built). */
+// biome-ignore lint/suspicious/noExplicitAny: the map holds senders of different message and config types
 export type Senders = Record<ProviderForSending["type"], ChannelSender<any, any>>;
 
 export interface DelivererOptions {

@@ -78,7 +78,7 @@ describe("ExpoSender", () => {
     expect(expo.batches.flatMap((b) => b.messages.map((m) => m.to)).sort()).toEqual(batch.map((m) => m.to).sort());
     const ids = ticketIdByToken();
     expect(outcomes).toHaveLength(250);
-    outcomes.forEach((o, i) => expect(o).toEqual({ status: "sent", providerMessageId: ids.get(batch[i]!.to) }));
+    for (const [i, o] of outcomes.entries()) expect(o).toEqual({ status: "sent", providerMessageId: ids.get(batch[i]!.to) });
     expect(new Set(outcomes.map((o) => (o as { providerMessageId: string }).providerMessageId)).size).toBe(250);
   });
 

@@ -69,7 +69,7 @@ describe("TwilioSender", () => {
     expect(twilio.maxInFlight).toBe(3);
     expect(outcomes).toHaveLength(12);
     const sidByTo = new Map(twilio.messages.map((m) => [m.to, m.sid]));
-    outcomes.forEach((o, i) => expect(o).toEqual({ status: "sent", providerMessageId: sidByTo.get(batch[i]!.to) }));
+    for (const [i, o] of outcomes.entries()) expect(o).toEqual({ status: "sent", providerMessageId: sidByTo.get(batch[i]!.to) });
   });
 
   it("fails permanently on Twilio's 4xx errors, with its code and message", async () => {

@@ -74,7 +74,7 @@ export class ExpoSender implements ChannelSender<PushRendered, ExpoConfig> {
         url,
         headers,
       );
-      chunk.forEach((messageIndex, k) => (outcomes[messageIndex] = results[k]!));
+      for (const [k, messageIndex] of chunk.entries()) outcomes[messageIndex] = results[k]!;
     });
     return outcomes;
   }
