@@ -115,6 +115,12 @@ const EnvSchema = z.object({
     .transform(parseHosts)
     .default([])
     .describe("Hosts webhooks may reach although they are (or resolve to) private, loopback or link-local addresses."),
+  TIDINGS_MAX_EVENT_LOOP_DELAY_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(1000)
+    .describe("Answer 503 + Retry-After while the event loop lags more than this; 0 turns the guard off."),
   TIDINGS_DELIVERY_LEASE_SECONDS: z.coerce
     .number()
     .int()
@@ -156,6 +162,8 @@ export interface Config {
   webhookAllowedHosts: string[];
   /** Seconds after which a claimed, unmarked delivery is claimed again (its worker died). */
   deliveryLeaseSeconds: number;
+  /** Event-loop lag (ms) beyond which requests get 503 + Retry-After; 0: no guard. */
+  maxEventLoopDelayMs: number;
 }
 
 /** The configuration once the root and secret keys are known (environment, else credentials.json). */
@@ -203,5 +211,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminCorsOrigins: e.TIDINGS_ADMIN_CORS_ORIGINS,
     webhookAllowedHosts: e.TIDINGS_WEBHOOK_ALLOWED_HOSTS,
     deliveryLeaseSeconds: e.TIDINGS_DELIVERY_LEASE_SECONDS,
+    maxEventLoopDelayMs: e.TIDINGS_MAX_EVENT_LOOP_DELAY_MS,
   };
 }

@@ -65,7 +65,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   });
 
   await app.register(underPressure, {
-    maxEventLoopDelay: 1000,
+    maxEventLoopDelay: ctx.config.maxEventLoopDelayMs,
     exposeStatusRoute: false,
     pressureHandler: (request, reply) => {
       sendError(reply, request, new ApiError("UNAVAILABLE", "The server is overloaded; retry later", undefined, { "retry-after": "2" }));

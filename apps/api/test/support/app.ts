@@ -52,6 +52,8 @@ export async function createTestApp(overrides: Partial<ResolvedConfig> & Context
     databaseUrl,
     rootKey: ROOT_KEY,
     secretKey: "test-secret-key-0123456789abcdef0123456789",
+    // Tests share two loaded cores: the overload guard would answer 503s that test nothing.
+    maxEventLoopDelayMs: 0,
     ...configOverrides,
   };
   const ctx = createContext(config, databaseUrl, clock ? { clock } : {});
