@@ -36,7 +36,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     genReqId: () => randomUUID(),
     // Closing waits for in-flight requests; idle keep-alive sockets are closed at once.
     forceCloseConnections: "idle",
-    return503OnClosing: true,
+    // While closing, requests still on open connections are answered normally (each response then
+    // says `Connection: close`); Fastify's own 503 would carry neither our envelope nor Retry-After.
+    return503OnClosing: false,
     // userIds may be 255 characters, more once percent-encoded.
     routerOptions: { maxParamLength: 1024 },
     frameworkErrors: frameworkErrorHandler,
