@@ -69,7 +69,7 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     leaseSeconds: config.deliveryLeaseSeconds,
     metrics,
   });
-  new BroadcastRunner({ pool: db.pool, prisma: db.prisma, jobs, segments, deliverer, log: (msg) => log("info", msg) }).register();
+  new BroadcastRunner({ pool: db.pool, prisma: db.prisma, jobs, segments, deliverer }).register();
   return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, jobs, segments, senders, metrics };
 }
 

@@ -24,7 +24,6 @@ export interface BroadcastRunnerOptions {
   jobs: JobLayer;
   segments: SegmentEngine;
   deliverer: Deliverer;
-  log: (msg: string) => void;
 }
 
 interface BroadcastRow {

@@ -2,7 +2,6 @@
 // secrets: a start with another key stops at boot naming the variable, the old key given as
 // TIDINGS_SECRET_KEY_PREVIOUS re-encrypts them, and a secret that still cannot be decrypted is
 // shown as unreadable (never a 500) until a PUT replaces it.
-import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { providerForSending } from "../../src/messaging/providers/service.ts";
@@ -20,21 +19,16 @@ const smtp = { host: "smtp.acme.test", port: 587, username: "mailer" };
 let databaseUrl: string;
 const running: Tidings[] = [];
 const start = async (env: Record<string, string>) => {
-  const config = loadConfig({ DATABASE_URL: databaseUrl, TIDINGS_ROOT_KEY: "r".repeat(30), LOG_LEVEL: "silent", ...env });
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    TIDINGS_ROOT_KEY: "r".repeat(30),
+    LOG_LEVEL: "silent",
+    TIDINGS_MAX_EVENT_LOOP_DELAY_MS: "0",
+    ...env,
+  });
   const tidings = await startTidings(config, () => {});
   running.push(tidings);
   return tidings;
-};
-/**
- * Injects as a client would: a 503 with Retry-After (the overload guard, which a loaded machine can
- * trip right after a start blocked the event loop) is retried.
- */
-const call = async (tidings: Tidings, opts: InjectOptions) => {
-  for (let attempt = 1; ; attempt++) {
-    const res = await tidings.app.inject(opts);
-    if (res.statusCode !== 503 || !res.headers["retry-after"] || attempt === 10) return res;
-    await new Promise((r) => setTimeout(r, 500));
-  }
 };
 const stop = async (tidings: Tidings) => {
   await tidings.close();
@@ -52,7 +46,7 @@ describe("TIDINGS_SECRET_KEY at boot", () => {
   it("refuses another key, rotates with TIDINGS_SECRET_KEY_PREVIOUS, then refuses the old one", async () => {
     const first = await start({ TIDINGS_SECRET_KEY: KEY_A });
     const ws = first.created!;
-    const put = await call(first, {
+    const put = await first.app.inject({
       method: "PUT",
       url: "/api/admin/providers",
       headers: bearer(ws.adminApiKey!),
@@ -69,7 +63,7 @@ describe("TIDINGS_SECRET_KEY at boot", () => {
     const rotated = await start({ TIDINGS_SECRET_KEY: KEY_B, TIDINGS_SECRET_KEY_PREVIOUS: KEY_A });
     const forSending = await providerForSending(rotated.ctx.db.prisma, new SecretBox(KEY_B), ws.workspaceId!, "Email");
     expect(forSending?.config).toMatchObject({ password: PASSWORD });
-    const got = await call(rotated, { method: "GET", url: "/api/admin/providers", headers: bearer(ws.adminApiKey!) });
+    const got = await rotated.app.inject({ method: "GET", url: "/api/admin/providers", headers: bearer(ws.adminApiKey!) });
     expect(got.statusCode).toBe(200);
     expect(got.json().items[0].config.password).toBe("••••LAST");
     await stop(rotated);
