@@ -39,8 +39,16 @@ const ms = "interval '1 millisecond'";
 const seconds = (p: Params, s: number) => `(${p.add(s, "float8")} * interval '1 second')`;
 const present = (v: string) => `(${v} IS NOT NULL AND jsonb_typeof(${v}) <> 'null')`;
 
-/** A condition on the JSON value `v`, and the instants (> now) at which it could flip. */
-function operator(op: SegmentOperator | PropertyOperator, v: string, p: Params): { cond: string; flips: string[] } {
+/**
+ * A condition on the JSON value `v`, and the instants (> now) at which it could flip. `once`, where
+ * given, turns an expression into a column computed once per row (it is used several times).
+ */
+function operator(
+  op: SegmentOperator | PropertyOperator,
+  v: string,
+  p: Params,
+  once: (expr: string) => string = (expr) => expr,
+): { cond: string; flips: string[] } {
   switch (op.type) {
     case "Equals":
       return { cond: `coalesce(${v} = ${p.json(op.value)}, false)`, flips: [] };
@@ -59,7 +67,7 @@ function operator(op: SegmentOperator | PropertyOperator, v: string, p: Params):
       };
     }
     case "Within": {
-      const d = `tidings_instant(${v})`;
+      const d = once(`tidings_instant(${v})`);
       const w = seconds(p, op.windowSeconds);
       return {
         cond: `coalesce(${d} BETWEEN $3::timestamptz - ${w} AND $3::timestamptz, false)`,
@@ -86,12 +94,24 @@ function conditions(conds: PropertyCondition[] | undefined, row: string, p: Para
 
 const least = (xs: string[]) => (xs.length === 0 ? "NULL::timestamptz" : xs.length === 1 ? xs[0]! : `LEAST(${xs.join(", ")})`);
 
-/** The track events of profile set `ids` named `event` (a FROM clause fragment, aliased e). */
-const trackEvents = (p: Params, event: string) =>
-  `ids i JOIN events e ON e.workspace_id = $1 AND e.identity_id = i.identity_id
-      WHERE e.type = 'track' AND e.event = ${p.add(event, "text")}`;
+/**
+ * The events of the profiles in `ids` that pass `filter` (a FROM clause fragment, aliased i and
+ * e), `since` (a condition on e.event_time, or "") narrowing them further. A full recompute
+ * joins them as a set. An incremental one reads each id's events through the (workspace,
+ * identity, time) index: LATERAL … OFFSET 0 keeps the planner from flattening the lookup, and
+ * the other conditions stay outside it, so that stale statistics (a new workspace, an event name
+ * unseen at the last ANALYZE) cannot send it scanning all of a workspace's events by name.
+ */
+const eventsOf = (c: Compiled, filter: string, since = "") =>
+  c.scoped
+    ? `ids i CROSS JOIN LATERAL (SELECT e.* FROM events e
+        WHERE e.workspace_id = $1 AND e.identity_id = i.identity_id${since} OFFSET 0) e WHERE ${filter}`
+    : `ids i JOIN events e ON e.workspace_id = $1 AND e.identity_id = i.identity_id WHERE ${filter}${since}`;
+
+const tracked = (p: Params, event: string) => `e.type = 'track' AND e.event = ${p.add(event, "text")}`;
 
 interface Compiled {
+  scoped: boolean;
   ctes: string[];
   joins: string[];
 }
@@ -108,23 +128,30 @@ function node(
     case "Everyone":
       return { cond: "true", flips: [] };
     case "Trait": {
-      if (n.operator.type !== "HasBeen") return operator(n.operator, `(p.traits #> ${p.path(n.path)})`, p);
+      if (n.operator.type !== "HasBeen") {
+        // OFFSET 0 keeps the planner from substituting the expression back into every use.
+        const once = (expr: string) => {
+          const x = `x${c.joins.length}`;
+          c.joins.push(`CROSS JOIN LATERAL (SELECT ${expr} AS v OFFSET 0) ${x}`);
+          return `${x}.v`;
+        };
+        return operator(n.operator, `(p.traits #> ${p.path(n.path)})`, p, once);
+      }
       // Since when the trait has held `value`: the earliest identify setting it to the value after
       // the last one setting it to anything else (only identifies carrying the top-level key set it).
       const op = n.operator;
       const value = p.json(op.value);
       const path = p.path(n.path);
       const top = p.add(n.path.split(".")[0], "text");
-      const setsIt = (e: string) => `${e}.type = 'identify' AND (${e}.payload -> 'traits') ? ${top}`;
+      const setsIt = `e.type = 'identify' AND (e.payload -> 'traits') ? ${top}`;
+      const toValue = `coalesce((e.payload -> 'traits') #> ${path} = ${value}, false)`;
+      // An identify setting the value counts if no identify after it set anything else.
       c.ctes.push(`${alias} AS (
-        SELECT i.profile_id, min(e.event_time) AS since
-        FROM ids i JOIN events e ON e.workspace_id = $1 AND e.identity_id = i.identity_id
-        WHERE ${setsIt("e")} AND coalesce((e.payload -> 'traits') #> ${path} = ${value}, false)
-          AND NOT EXISTS (
-            SELECT 1 FROM ids i2 JOIN events e2 ON e2.workspace_id = $1 AND e2.identity_id = i2.identity_id
-            WHERE i2.profile_id = i.profile_id AND ${setsIt("e2")} AND e2.event_time > e.event_time
-              AND NOT coalesce((e2.payload -> 'traits') #> ${path} = ${value}, false))
-        GROUP BY i.profile_id)`);
+        SELECT profile_id, min(event_time) FILTER (WHERE to_value AND (last_other IS NULL OR event_time >= last_other)) AS since
+        FROM (SELECT i.profile_id, e.event_time, ${toValue} AS to_value,
+                max(e.event_time) FILTER (WHERE NOT ${toValue}) OVER (PARTITION BY i.profile_id) AS last_other
+              FROM ${eventsOf(c, setsIt)}) x
+        GROUP BY profile_id)`);
       c.joins.push(`LEFT JOIN ${alias} ON ${alias}.profile_id = p.profile_id`);
       const w = seconds(p, op.windowSeconds);
       const holds = `coalesce((p.traits #> ${path}) = ${value}, false) AND ${alias}.since IS NOT NULL`;
@@ -147,7 +174,7 @@ function node(
       }
       c.ctes.push(`${alias} AS (
         SELECT i.profile_id, count(*) FILTER (WHERE ${props.cond}) AS n, min(${least(flips)}) AS next_at
-        FROM ${trackEvents(p, n.event)}${window}
+        FROM ${eventsOf(c, tracked(p, n.event), window)}
         GROUP BY i.profile_id)`);
       c.joins.push(`LEFT JOIN ${alias} ON ${alias}.profile_id = p.profile_id`);
       const count = `coalesce(${alias}.n, 0)`;
@@ -164,14 +191,14 @@ function node(
       const has = conditions(n.hasProperties, "e", p);
       c.ctes.push(`${alias} AS (
         SELECT DISTINCT ON (i.profile_id) i.profile_id, (${has.cond}) AS ok
-        FROM ${trackEvents(p, n.event)} AND ${where.cond}
+        FROM ${eventsOf(c, `${tracked(p, n.event)} AND ${where.cond}`)}
         ORDER BY i.profile_id, e.event_time DESC, e.message_id COLLATE "C" DESC)`);
       c.joins.push(`LEFT JOIN ${alias} ON ${alias}.profile_id = p.profile_id`);
       const flips = [...where.flips, ...has.flips];
       if (flips.length > 0) {
         // Dated property conditions can change which event is the latest, or whether it matches.
         c.ctes.push(
-          `${alias}t AS (SELECT i.profile_id, min(${least(flips)}) AS next_at FROM ${trackEvents(p, n.event)} GROUP BY i.profile_id)`,
+          `${alias}t AS (SELECT i.profile_id, min(${least(flips)}) AS next_at FROM ${eventsOf(c, tracked(p, n.event))} GROUP BY i.profile_id)`,
         );
         c.joins.push(`LEFT JOIN ${alias}t ON ${alias}t.profile_id = p.profile_id`);
       }
@@ -214,9 +241,10 @@ export function nodesById(def: SegmentDefinition): Map<string, SegmentNode> {
   return byId;
 }
 
-export function compileSegment(def: SegmentDefinition, groups: SubscriptionGroupTypes): CompiledSegment {
+/** `scoped`: the query will be run for a list of profiles ($4 not NULL), not the whole workspace. */
+export function compileSegment(def: SegmentDefinition, groups: SubscriptionGroupTypes, scoped = false): CompiledSegment {
   const p = new Params();
-  const c: Compiled = { ctes: [], joins: [] };
+  const c: Compiled = { scoped, ctes: [], joins: [] };
   const root = node(def.entryNode, nodesById(def), p, c, groups);
   // Every id whose events belong to a profile in scope: the profile's own id and its aliases.
   const ids = `ids AS (

@@ -38,6 +38,9 @@ export interface SegmentEngineOptions {
 }
 
 export class SegmentEngine {
+  /** Refreshes running in this process, per workspace (each wakes its workspace again at its end if needed). */
+  private refreshing = new Map<string, number>();
+
   constructor(private options: SegmentEngineOptions) {}
 
   /** Registers the engine's jobs and wake-ups on the job layer (they run in worker processes). */
@@ -51,6 +54,9 @@ export class SegmentEngine {
     });
     jobs.recurring(TICK, 1);
     jobs.listen(SEGMENT_CHANGES_CHANNEL, (workspaceId) => {
+      // A refresh running here checks the outbox once it is done: no job is needed (under load,
+      // that saves a job insert per ingestion commit).
+      if (this.refreshing.has(workspaceId)) return;
       void this.wake(workspaceId).catch((err) => this.options.log?.("segments: could not enqueue a refresh", err));
     });
   }
@@ -70,6 +76,7 @@ export class SegmentEngine {
     const lock = `segments:${workspaceId}`;
     const client = await this.options.pool.connect();
     let locked = false;
+    this.refreshing.set(workspaceId, (this.refreshing.get(workspaceId) ?? 0) + 1);
     try {
       if (wait) {
         await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [lock]);
@@ -85,8 +92,12 @@ export class SegmentEngine {
     } finally {
       if (locked) await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [lock]);
       client.release();
+      const left = this.refreshing.get(workspaceId)! - 1;
+      if (left === 0) this.refreshing.delete(workspaceId);
+      else this.refreshing.set(workspaceId, left);
     }
-    // A refresh that found the lock taken while we held it returned: its changes are ours to wake.
+    // Changes that arrived meanwhile (their notifications were skipped, or a refresh that found
+    // the lock taken returned) are ours to wake. Notifications from now on wake it themselves.
     const { rows } = await this.options.pool.query<{ pending: boolean }>(
       "SELECT EXISTS (SELECT 1 FROM segment_outbox WHERE workspace_id = $1) AS pending",
       [workspaceId],
@@ -157,40 +168,34 @@ export class SegmentEngine {
     }
   }
 
-  /** Applies one batch of outbox rows in one transaction; false when the outbox is empty. */
+  /**
+   * Applies one batch of outbox rows; false when the outbox is empty. Each affected segment's
+   * evaluation is its own statement, committed at once (a change is visible without waiting for
+   * the other segments); the rows are deleted after all of them, so a crash in between only
+   * repeats evaluations, which are idempotent.
+   */
   private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
-    await db.query("BEGIN");
-    try {
-      const { rows } = await db.query<{ ids: string[]; keys: string[] }>(
-        `DELETE FROM segment_outbox WHERE workspace_id = $1 AND id IN (
-           SELECT id FROM segment_outbox WHERE workspace_id = $1 ORDER BY id LIMIT ${OUTBOX_BATCH})
-         RETURNING ids, keys`,
-        [workspaceId],
-      );
-      if (rows.length === 0) {
-        await db.query("COMMIT");
-        return false;
-      }
-      const ids = new Set<string>();
-      const keys = new Set<string>();
-      for (const r of rows) {
-        for (const id of r.ids) ids.add(id);
-        for (const k of r.keys) keys.add(k);
-      }
-      const scope = await this.resolveScope(db, workspaceId, [...ids]);
-      const affected = keys.has("*")
-        ? await this.segments(db, workspaceId)
-        : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [[...keys]]);
-      const groups = await this.groupTypes(db, workspaceId);
-      for (const s of affected) {
-        await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope);
-      }
-      await db.query("COMMIT");
-      return rows.length === OUTBOX_BATCH;
-    } catch (err) {
-      await db.query("ROLLBACK").catch(() => {});
-      throw err;
+    const { rows } = await db.query<{ id: string; ids: string[]; keys: string[] }>(
+      `SELECT id, ids, keys FROM segment_outbox WHERE workspace_id = $1 ORDER BY id LIMIT ${OUTBOX_BATCH}`,
+      [workspaceId],
+    );
+    if (rows.length === 0) return false;
+    const ids = new Set<string>();
+    const keys = new Set<string>();
+    for (const r of rows) {
+      for (const id of r.ids) ids.add(id);
+      for (const k of r.keys) keys.add(k);
     }
+    const scope = await this.resolveScope(db, workspaceId, [...ids]);
+    const affected = keys.has("*")
+      ? await this.segments(db, workspaceId)
+      : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [[...keys]]);
+    const groups = await this.groupTypes(db, workspaceId);
+    for (const s of affected) {
+      await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope);
+    }
+    await db.query("DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [workspaceId, rows.map((r) => r.id)]);
+    return rows.length === OUTBOX_BATCH;
   }
 
   /** The ids as sent and the profiles they belong to now (a linked id's old memberships leave). */
