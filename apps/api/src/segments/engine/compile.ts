@@ -97,15 +97,17 @@ const least = (xs: string[]) => (xs.length === 0 ? "NULL::timestamptz" : xs.leng
 /**
  * The events of the profiles in `ids` that pass `filter` (a FROM clause fragment, aliased i and
  * e), `since` (a condition on e.event_time, or "") narrowing them further. A full recompute
- * joins them as a set. An incremental one reads each id's events through the (workspace,
- * identity, time) index: LATERAL … OFFSET 0 keeps the planner from flattening the lookup, and
- * the other conditions stay outside it, so that stale statistics (a new workspace, an event name
- * unseen at the last ANALYZE) cannot send it scanning all of a workspace's events by name.
+ * joins them as a set. An incremental one looks each id's events up through the (workspace,
+ * identity, time) index, whatever the statistics say (a new workspace, or an event name unseen
+ * at the last ANALYZE, looks empty to the planner, which would then as soon scan all of the
+ * workspace's events by name or time for every id): LATERAL … OFFSET 0 keeps the lookup per id,
+ * the other conditions stay outside it, and the workspace comes from the id's row, a value the
+ * planner cannot know, so it costs every index by its average selectivity.
  */
 const eventsOf = (c: Compiled, filter: string, since = "") =>
   c.scoped
     ? `ids i CROSS JOIN LATERAL (SELECT e.* FROM events e
-        WHERE e.workspace_id = $1 AND e.identity_id = i.identity_id${since} OFFSET 0) e WHERE ${filter}`
+        WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since} OFFSET 0) e WHERE ${filter}`
     : `ids i JOIN events e ON e.workspace_id = $1 AND e.identity_id = i.identity_id WHERE ${filter}${since}`;
 
 const tracked = (p: Params, event: string) => `e.type = 'track' AND e.event = ${p.add(event, "text")}`;
@@ -247,11 +249,11 @@ export function compileSegment(def: SegmentDefinition, groups: SubscriptionGroup
   const c: Compiled = { scoped, ctes: [], joins: [] };
   const root = node(def.entryNode, nodesById(def), p, c, groups);
   // Every id whose events belong to a profile in scope: the profile's own id and its aliases.
-  const ids = `ids AS (
-    SELECT p.profile_id, p.profile_id AS identity_id FROM profiles p
+  const ids = `ids AS ${scoped ? "MATERIALIZED " : ""}(
+    SELECT p.workspace_id, p.profile_id, p.profile_id AS identity_id FROM profiles p
     WHERE p.workspace_id = $1 AND ($4::text[] IS NULL OR p.profile_id = ANY($4::text[]))
     UNION ALL
-    SELECT a.profile_id, a.alias_id FROM profile_aliases a
+    SELECT a.workspace_id, a.profile_id, a.alias_id FROM profile_aliases a
     WHERE a.workspace_id = $1 AND ($4::text[] IS NULL OR a.profile_id = ANY($4::text[])))`;
   const text = `WITH ${[ids, ...c.ctes].join(",\n")}
     SELECT p.profile_id, ${root.cond} AS member, ${least(root.flips)} AS next_at

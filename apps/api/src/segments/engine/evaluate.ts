@@ -44,7 +44,8 @@ export async function evaluateSegment(
   const counts = full
     ? `member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = $${n + 2}::text[]`
     : "member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)";
-  const text = `WITH r AS MATERIALIZED (${compiled.text}),
+  // Only members and timed rows matter below (a full recompute holds those, not every profile).
+  const text = `WITH r AS MATERIALIZED (SELECT * FROM (${compiled.text}) x WHERE member OR next_at IS NOT NULL),
     ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
       SELECT $1, $2::uuid, profile_id, $3 FROM r WHERE member
       ON CONFLICT DO NOTHING RETURNING profile_id),

@@ -161,10 +161,19 @@ export class SegmentEngine {
     if (pending.length === 0) return;
     const groups = await this.groupTypes(db, workspaceId);
     for (const s of pending) {
-      await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
-        definitionUpdatedAt: s.definition_updated_at,
-        dependsOn: segmentDependencies(s.definition),
-      });
+      await db.query("BEGIN");
+      try {
+        // Hashes and sorts over a whole workspace stay in memory.
+        await db.query("SET LOCAL work_mem = '64MB'");
+        await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
+          definitionUpdatedAt: s.definition_updated_at,
+          dependsOn: segmentDependencies(s.definition),
+        });
+        await db.query("COMMIT");
+      } catch (err) {
+        await db.query("ROLLBACK").catch(() => {});
+        throw err;
+      }
     }
   }
 
