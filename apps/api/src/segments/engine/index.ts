@@ -18,6 +18,8 @@ const REFRESH = "segments.refresh";
 const TICK = "segments.tick";
 /** Outbox rows drained per transaction. */
 const OUTBOX_BATCH = 500;
+/** Connections evaluating a drained batch's segments at once. */
+const LANES = 2;
 /** Timers re-evaluated per transaction. */
 const TIMER_BATCH = 5000;
 
@@ -200,11 +202,29 @@ export class SegmentEngine {
       ? await this.segments(db, workspaceId)
       : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [[...keys]]);
     const groups = await this.groupTypes(db, workspaceId);
-    for (const s of affected) {
-      await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope);
-    }
+    await this.inLanes(db, affected, (lane, s) =>
+      evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope),
+    );
     await db.query("DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [workspaceId, rows.map((r) => r.id)]);
     return rows.length === OUTBOX_BATCH;
+  }
+
+  /**
+   * Runs `fn` over `items` on LANES connections at once: `db` and pool connections (statements on
+   * different segments touch different rows, so they never wait for one another).
+   */
+  private async inLanes<T>(db: pg.PoolClient, items: T[], fn: (lane: pg.PoolClient, item: T) => Promise<unknown>) {
+    const extra = items.length > 1 ? await Promise.all(Array.from({ length: LANES - 1 }, () => this.options.pool.connect())) : [];
+    let next = 0;
+    try {
+      await Promise.all(
+        [db, ...extra].map(async (lane) => {
+          while (next < items.length) await fn(lane, items[next++]!);
+        }),
+      );
+    } finally {
+      for (const c of extra) c.release();
+    }
   }
 
   /** The ids as sent and the profiles they belong to now (a linked id's old memberships leave). */
