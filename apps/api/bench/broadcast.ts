@@ -95,7 +95,9 @@ async function main() {
   const receiver = startReceiver();
   const receiverUrl = await receiver.listen();
   const port = await freePort();
-  const server = spawn(process.execPath, [path.join(here, "..", "dist", "main.js")], {
+  // BENCH_NODE_ARGS: extra options for the server's node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const server = spawn(process.execPath, [...nodeArgs, path.join(here, "..", "dist", "main.js")], {
     env: {
       ...process.env,
       DATABASE_URL: url,

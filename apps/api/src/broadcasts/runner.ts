@@ -14,9 +14,11 @@ import { releaseBroadcast, START_TASK } from "./service.ts";
 const SEND_TASK = "broadcasts.send";
 const TICK_TASK = "broadcasts.tick";
 /** Senders per broadcast (parallel jobs claiming chunks). */
-const SENDERS = 3;
+const SENDERS = 4;
 /** Deliveries claimed at once. */
-const CHUNK = 500;
+const CHUNK = 1000;
+/** Members written and sent before the rest of the audience is (the first messages go out at once). */
+const FIRST_SLICE = CHUNK;
 
 export interface BroadcastRunnerOptions {
   pool: pg.Pool;
@@ -66,7 +68,12 @@ export class BroadcastRunner {
     );
   }
 
-  /** Freezes the audience: one Queued delivery per member now, in the transaction that starts it. */
+  /**
+   * Freezes the audience: one Queued delivery per member. A first slice is written and sent at
+   * once; then the whole audience (ON CONFLICT DO NOTHING: the slice is already there) in the
+   * transaction that makes the broadcast Running. Until then it stays Queued, so a start cut off
+   * in between is run again by the tick and completes the audience.
+   */
   async start(workspaceId: string, broadcastId: string) {
     const b = await this.load(workspaceId, broadcastId);
     if (b?.status !== "Queued") return;
@@ -80,43 +87,53 @@ export class BroadcastRunner {
         }
       : await this.o.segments.membersOf(workspaceId, b.request.segmentDefinition!, broadcastId);
     const n = audience.values.length;
-    const client = await this.o.pool.connect();
-    try {
-      await client.query("BEGIN");
-      const locked = await client.query("SELECT 1 FROM broadcasts WHERE workspace_id = $1 AND id = $2 AND status = 'Queued' FOR UPDATE", [
-        workspaceId,
-        broadcastId,
-      ]);
-      if (locked.rowCount === 0) {
-        await client.query("ROLLBACK");
-        return;
+    const freeze = async (limit: string, started: boolean) => {
+      const client = await this.o.pool.connect();
+      try {
+        await client.query("BEGIN");
+        const locked = await client.query("SELECT 1 FROM broadcasts WHERE workspace_id = $1 AND id = $2 AND status = 'Queued' FOR UPDATE", [
+          workspaceId,
+          broadcastId,
+        ]);
+        if (locked.rowCount === 0) {
+          await client.query("ROLLBACK");
+          return false;
+        }
+        await client.query(
+          `INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, broadcast_id, status)
+           SELECT $1, gen_random_uuid(), m.profile_id, $${n + 1}::"Channel", $${n + 2}::uuid, $${n + 3}::uuid, 'Queued'
+           FROM (${audience.text} ${limit}) m
+           ON CONFLICT DO NOTHING`,
+          [...audience.values, b.channel, b.template_id, broadcastId],
+        );
+        await client.query(
+          started
+            ? `UPDATE broadcasts SET status = 'Running', updated_at = now(),
+                 audience = (SELECT count(*) FROM deliveries WHERE workspace_id = $1 AND broadcast_id = $2)
+               WHERE workspace_id = $1 AND id = $2`
+            : "UPDATE broadcasts SET started_at = coalesce(started_at, now()), updated_at = now() WHERE workspace_id = $1 AND id = $2",
+          [workspaceId, broadcastId],
+        );
+        await client.query("COMMIT");
+        return true;
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw err;
+      } finally {
+        client.release();
       }
-      const inserted = await client.query(
-        `INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, broadcast_id, status)
-         SELECT $1, gen_random_uuid(), m.profile_id, $${n + 1}::"Channel", $${n + 2}::uuid, $${n + 3}::uuid, 'Queued'
-         FROM (${audience.text}) m
-         ON CONFLICT DO NOTHING`,
-        [...audience.values, b.channel, b.template_id, broadcastId],
-      );
-      await client.query(
-        "UPDATE broadcasts SET status = 'Running', audience = $3, started_at = now(), updated_at = now() WHERE workspace_id = $1 AND id = $2",
-        [workspaceId, broadcastId, inserted.rowCount ?? 0],
-      );
-      await client.query("COMMIT");
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    };
+    if (!(await freeze(`LIMIT ${FIRST_SLICE}`, false))) return;
     await this.startSenders(workspaceId, broadcastId);
+    if (await freeze("", true)) await this.startSenders(workspaceId, broadcastId);
   }
 
   /** Claims and sends chunks until nothing is due; then completes the broadcast, or waits for retries. */
   async send(workspaceId: string, broadcastId: string) {
     for (;;) {
       const b = await this.load(workspaceId, broadcastId);
-      if (b?.status !== "Running") return;
+      // A Queued broadcast is still writing its audience; the first slice can go out.
+      if (b?.status !== "Running" && b?.status !== "Queued") return;
       const sent = await this.o.deliverer.deliverBroadcastChunk(b, CHUNK);
       if (sent === 0) break;
       await this.o.pool.query("UPDATE broadcasts SET updated_at = now() WHERE workspace_id = $1 AND id = $2", [workspaceId, broadcastId]);

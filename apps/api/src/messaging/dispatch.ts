@@ -57,13 +57,23 @@ export async function claimBroadcastDeliveries(
       WHEN $5::text IS NOT NULL AND coalesce(p.traits ->> $5::text, '') = '' THEN 'no ' || $5::text || ' trait'
     END`;
   const { rows } = await db.query<{ id: string; user_id: string; attempts: number; traits: Record<string, unknown>; skipped: boolean }>(
-    `WITH picked AS (
+    // Two index-ordered scans (due Queued rows; Sending rows whose lease ran out, taken first),
+    // so a claim reads only the rows it takes, however many are waiting.
+    `WITH running AS (
+       SELECT 1 FROM broadcasts b WHERE b.workspace_id = $1 AND b.id = $2 AND b.status IN ('Queued', 'Running')),
+     expired AS (
        SELECT d.workspace_id, d.id, d.user_id FROM deliveries d
-       JOIN broadcasts b ON b.workspace_id = d.workspace_id AND b.id = d.broadcast_id AND b.status = 'Running'
-       WHERE d.workspace_id = $1 AND d.broadcast_id = $2
-         AND ((d.status = 'Queued' AND d.due_at <= now()) OR (d.status = 'Sending' AND d.due_at < now() - $4 * interval '1 second'))
+       WHERE d.workspace_id = $1 AND d.broadcast_id = $2 AND d.status = 'Sending'
+         AND d.due_at < now() - $4 * interval '1 second' AND EXISTS (SELECT 1 FROM running)
        ORDER BY d.due_at LIMIT $3
        FOR UPDATE OF d SKIP LOCKED),
+     queued AS (
+       SELECT d.workspace_id, d.id, d.user_id FROM deliveries d
+       WHERE d.workspace_id = $1 AND d.broadcast_id = $2 AND d.status = 'Queued' AND d.due_at <= now()
+         AND EXISTS (SELECT 1 FROM running)
+       ORDER BY d.due_at LIMIT (SELECT $3 - count(*) FROM expired)
+       FOR UPDATE OF d SKIP LOCKED),
+     picked AS (SELECT * FROM expired UNION ALL SELECT * FROM queued),
      decided AS (
        SELECT picked.id, p.traits, ${skip} AS skip
        FROM picked
@@ -103,45 +113,25 @@ export interface Marked {
 export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: string, marks: Marked[]) {
   if (marks.length === 0) return;
   const now = Date.now();
-  const status: string[] = [];
-  const reason: (string | null)[] = [];
-  const providerId: (string | null)[] = [];
-  const due: (string | null)[] = [];
-  for (const m of marks) {
+  const rows = marks.map((m) => {
     const o = m.outcome;
-    if (o.status === "sent") {
-      status.push("Sent");
-      reason.push(null);
-      providerId.push(o.providerMessageId ?? null);
-      due.push(null);
-    } else if (o.status === "failed" || m.attempts >= MAX_ATTEMPTS) {
-      status.push("Failed");
-      reason.push(o.status === "retry" ? `gave up after ${m.attempts} attempts: ${o.reason}` : o.reason);
-      providerId.push(null);
-      due.push(null);
-    } else {
-      status.push("Queued");
-      reason.push(o.reason);
-      providerId.push(null);
-      due.push(new Date(now + Math.max(o.retryAfterMs ?? 0, backoffMs(m.attempts))).toISOString());
+    const row = { id: m.id, contact: m.contact ?? null, rendered: m.rendered ?? null };
+    if (o.status === "sent") return { ...row, status: "Sent", reason: null, provider_id: o.providerMessageId ?? null, due: null };
+    if (o.status === "failed" || m.attempts >= MAX_ATTEMPTS) {
+      const reason = o.status === "retry" ? `gave up after ${m.attempts} attempts: ${o.reason}` : o.reason;
+      return { ...row, status: "Failed", reason, provider_id: null, due: null };
     }
-  }
+    const due = new Date(now + Math.max(o.retryAfterMs ?? 0, backoffMs(m.attempts))).toISOString();
+    return { ...row, status: "Queued", reason: o.reason, provider_id: null, due };
+  });
+  // One JSON document (serialized natively, parsed by PostgreSQL) rather than per-column arrays.
   await db.query(
     `UPDATE deliveries d SET status = m.status::"DeliveryStatus", reason = m.reason, provider_message_id = m.provider_id,
        contact = m.contact, rendered = m.rendered, due_at = coalesce(m.due, d.due_at), updated_at = now()
-     FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::timestamptz[])
-       AS m(id, status, reason, provider_id, contact, rendered, due)
+     FROM jsonb_to_recordset($2::jsonb)
+       AS m(id uuid, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz)
      WHERE d.workspace_id = $1 AND d.id = m.id AND d.status = 'Sending'`,
-    [
-      workspaceId,
-      marks.map((m) => m.id),
-      status,
-      reason,
-      providerId,
-      marks.map((m) => m.contact ?? null),
-      marks.map((m) => (m.rendered === undefined ? null : JSON.stringify(m.rendered))),
-      due,
-    ],
+    [workspaceId, JSON.stringify(rows)],
   );
 }
 
@@ -154,12 +144,23 @@ export interface RenderContext {
 
 /** The Liquid scope of one recipient. */
 export function scopeFor(ctx: RenderContext, userId: string, traits: Record<string, unknown>): RenderScope {
-  const token = signUnsubscribeToken(ctx.secretKey, {
-    workspaceId: ctx.workspace.id,
-    userId,
-    subscriptionGroupId: ctx.subscriptionGroupId ?? undefined,
-  });
-  return { user: { ...traits, id: userId }, workspace: ctx.workspace, unsubscribe_url: unsubscribeUrl(ctx.publicUrl, token) };
+  let url: string | undefined;
+  return {
+    user: { ...traits, id: userId },
+    workspace: ctx.workspace,
+    // Signed only when a template or the Email headers use it (most messages never do).
+    get unsubscribe_url() {
+      url ??= unsubscribeUrl(
+        ctx.publicUrl,
+        signUnsubscribeToken(ctx.secretKey, {
+          workspaceId: ctx.workspace.id,
+          userId,
+          subscriptionGroupId: ctx.subscriptionGroupId ?? undefined,
+        }),
+      );
+      return url;
+    },
+  };
 }
 
 /** Renders one message; a Liquid error is a permanent failure of that delivery, never a crash. */

@@ -81,6 +81,8 @@ export interface RenderScope {
   unsubscribe_url: string;
 }
 
+const hasMarkup = (text: string) => text.includes("{{") || text.includes("{%");
+
 /** Parsed templates by engine and text: a broadcast renders one template for every member. */
 const parsed = new Map<Liquid, Map<string, ReturnType<Liquid["parse"]>>>();
 const PARSED_MAX = 2000;
@@ -119,7 +121,9 @@ export async function renderDefinition(
     let out: string;
     try {
       const engine = engineFor(definition, path);
-      out = String(await engine.render(parseCached(engine, text), scope));
+      // Text without Liquid markup is itself. Rendering is synchronous: no tag or filter of these
+      // engines waits for anything, and a promise per node costs a broadcast more than the work.
+      out = hasMarkup(text) ? String(engine.renderSync(parseCached(engine, text), scope)) : text;
     } catch (err) {
       issues.push({ path: [prefix, ...path].join("."), message: `Liquid error: ${errorMessage(err)}` });
       continue;

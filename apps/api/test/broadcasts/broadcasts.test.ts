@@ -97,6 +97,59 @@ describe("broadcasts", () => {
     expect(received.length - before).toBe(80);
   });
 
+  it("an audience larger than the first slice: the rest is written while the first messages go out, each member once", async () => {
+    const w = await segmentWorld(t);
+    const n = 2_300; // more than two chunks (the first slice is one chunk, 1 000)
+    for (let i = 0; i < n; i += 500) {
+      await w.send(Array.from({ length: Math.min(500, n - i) }, (_, j) => identify(`big-${i + j}`, { plan: "pro" }, Date.now() - 1000)));
+    }
+    const before = received.length;
+    const res = await request(t.url, "POST", "/api/admin/broadcasts/execute", {
+      headers: bearer(w.ws.adminKey),
+      body: { broadcastName: "big", segmentDefinition: plan("pro"), messageTemplateDefinition: webhook("big") },
+    });
+    expect(res.status, res.text).toBe(202);
+    const b = await waitFor(() => getBroadcast(w, res.body.broadcastId), finished, 30_000);
+    expect(b).toMatchObject({ status: "Completed", counts: { audience: n, sent: n, failed: 0, skipped: 0, pending: 0 } });
+    const mine = received.slice(before).filter((m) => JSON.parse(m.body).tag === "big");
+    expect(mine).toHaveLength(n);
+    expect(new Set(mine.map((m) => JSON.parse(m.body).user)).size).toBe(n);
+  });
+
+  it("a start cut off after its first slice is completed by the tick: the whole audience, each member once", async () => {
+    const w = await segmentWorld(t);
+    await users(w, 30, () => ({ plan: "pro" }));
+    const before = received.length;
+    // What a start leaves when its process dies after the first slice's commit: the broadcast
+    // still Queued (and older than the tick's 5 s), a few of its deliveries written.
+    const { prisma } = t.ctx.db;
+    const template = webhook("cut");
+    const row = await prisma.broadcast.create({
+      data: {
+        workspaceId: w.ws.id,
+        name: "cut-off",
+        request: { broadcastName: "cut-off", segmentDefinition: plan("pro"), messageTemplateDefinition: template },
+        channel: "Webhook",
+        template,
+        createdAt: new Date(Date.now() - 10_000),
+        startedAt: new Date(Date.now() - 10_000),
+      },
+    });
+    await prisma.delivery.createMany({
+      data: ["user-0", "user-1", "user-2"].map((userId) => ({
+        workspaceId: w.ws.id,
+        userId,
+        channel: "Webhook",
+        broadcastId: row.id,
+        status: "Queued",
+      })),
+    });
+    const b = await waitFor(() => getBroadcast(w, row.id), finished);
+    expect(b).toMatchObject({ status: "Completed", counts: { audience: 30, sent: 30, failed: 0, skipped: 0, pending: 0 } });
+    const mine = received.slice(before).filter((m) => JSON.parse(m.body).tag === "cut");
+    expect(mine.map((m) => JSON.parse(m.body).user).sort()).toEqual(Array.from({ length: 30 }, (_, i) => `user-${i}`).sort());
+  });
+
   it("skips, with reasons, users without the channel's contact point and those who unsubscribed", async () => {
     const w = await segmentWorld(t);
     await users(w, 6, (i) => ({ plan: "pro", ...(i < 4 ? { email: `u${i}@example.test` } : {}) }));
