@@ -45,7 +45,7 @@ export async function createTestDatabase(): Promise<string> {
 }
 
 export async function createTestApp(overrides: Partial<ResolvedConfig> & ContextOptions = {}): Promise<TestApp> {
-  const { clock, ...configOverrides } = overrides;
+  const { clock, segmentsWholeWorkspace, ...configOverrides } = overrides;
   const databaseUrl = await createTestDatabase();
   const config: ResolvedConfig = {
     ...loadConfig({ LOG_LEVEL: "silent", TIDINGS_KEY_CACHE_SECONDS: "0" }),
@@ -56,7 +56,10 @@ export async function createTestApp(overrides: Partial<ResolvedConfig> & Context
     maxEventLoopDelayMs: 0,
     ...configOverrides,
   };
-  const ctx = createContext(config, databaseUrl, clock ? { clock } : {});
+  const ctx = createContext(config, databaseUrl, {
+    ...(clock ? { clock } : {}),
+    ...(segmentsWholeWorkspace ? { segmentsWholeWorkspace } : {}),
+  });
   const app = await buildApp(ctx);
   await ctx.jobs.start();
   const url = await app.listen({ port: 0, host: "127.0.0.1" });

@@ -32,14 +32,16 @@ export async function evaluateSegment(
   full?: { definitionUpdatedAt: Date; dependsOn: string[] },
 ): Promise<Evaluated> {
   const compiled = compileSegment(segment.definition, groups, scope !== null);
-  // The rows (t) that `r` no longer keeps: for a scope, looked up by key among the scope's ids
-  // minus those kept (whatever the planner believes of the sizes); for the workspace, an anti-join.
-  const without = (kept: string) =>
-    scope === null
-      ? `t.workspace_id = $1 AND t.segment_id = $2::uuid
-        AND NOT EXISTS (SELECT 1 FROM r WHERE r.profile_id = t.profile_id AND ${kept})`
-      : `t.workspace_id = $1 AND t.segment_id = $2::uuid
-        AND t.profile_id = ANY (ARRAY(SELECT unnest($4::text[]) EXCEPT SELECT profile_id FROM r WHERE ${kept}))`;
+  // The rows (t) of `table` that `r` no longer keeps, looked up by key among the candidates (the
+  // scope's ids, or the segment's rows) minus those kept: set operations and index lookups,
+  // linear whatever the planner believes of the sizes (an anti-join against r, on the estimates of
+  // a new workspace, became a nested loop over both).
+  const without = (table: string, kept: string) => {
+    const candidates =
+      scope === null ? `SELECT profile_id FROM ${table} WHERE workspace_id = $1 AND segment_id = $2::uuid` : "SELECT unnest($4::text[])";
+    return `t.workspace_id = $1 AND t.segment_id = $2::uuid
+        AND t.profile_id = ANY (ARRAY(${candidates} EXCEPT SELECT profile_id FROM r WHERE ${kept}))`;
+  };
   const n = 4 + compiled.values.length;
   const counts = full
     ? `member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = $${n + 2}::text[]`
@@ -49,7 +51,7 @@ export async function evaluateSegment(
     ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
       SELECT $1, $2::uuid, profile_id, $3 FROM r WHERE member
       ON CONFLICT DO NOTHING RETURNING profile_id),
-    del AS (DELETE FROM segment_memberships t WHERE ${without("member")}
+    del AS (DELETE FROM segment_memberships t WHERE ${without("segment_memberships", "member")}
       RETURNING t.profile_id),
     changes AS (INSERT INTO segment_membership_changes (workspace_id, segment_id, profile_id, entered, at)
       SELECT $1, $2::uuid, profile_id, true, $3 FROM ins
@@ -58,7 +60,7 @@ export async function evaluateSegment(
       SELECT $1, $2::uuid, profile_id, next_at FROM r WHERE next_at IS NOT NULL
       ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at
         WHERE segment_timers.due_at <> EXCLUDED.due_at),
-    untimed AS (DELETE FROM segment_timers t WHERE ${without("next_at IS NOT NULL")}),
+    untimed AS (DELETE FROM segment_timers t WHERE ${without("segment_timers", "next_at IS NOT NULL")}),
     counted AS (UPDATE segments SET ${counts}
       WHERE workspace_id = $1 AND id = $2::uuid${full ? ` AND definition_updated_at = $${n + 1}::timestamptz` : ""})
     SELECT (SELECT count(*) FROM ins)::int AS entered, (SELECT count(*) FROM del)::int AS exited`;

@@ -37,6 +37,13 @@ export interface SegmentEngineOptions {
   /** The engine's clock (ms); tests move it. */
   clock: () => number;
   log?: (msg: string, err?: unknown) => void;
+  /**
+   * A drained batch touching at least `min` users and at least `share` of the workspace's users
+   * is evaluated over the whole workspace: one set-based pass costs less than looking up that
+   * many users one by one (heavy ingestion touches most users of a workspace in every batch).
+   * Default { min: 2000, share: 0.5 }.
+   */
+  wholeWorkspace?: { min: number; share: number };
 }
 
 export class SegmentEngine {
@@ -197,24 +204,33 @@ export class SegmentEngine {
       for (const id of r.ids) ids.add(id);
       for (const k of r.keys) keys.add(k);
     }
-    const scope = await this.resolveScope(db, workspaceId, [...ids]);
-    const affected = keys.has("*")
-      ? await this.segments(db, workspaceId)
-      : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [[...keys]]);
+    const resolved = await this.resolveScope(db, workspaceId, [...ids]);
     const groups = await this.groupTypes(db, workspaceId);
-    await this.inLanes(db, affected, (lane, s) =>
-      evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope),
-    );
-    await db.query("DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [workspaceId, rows.map((r) => r.id)]);
+    const evaluate = (lane: pg.PoolClient, s: StoredSegment & { definition: SegmentDefinition }, scope: string[] | null) =>
+      evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope);
+    let done = rows.map((r) => r.id);
+    if (await this.coversWorkspace(db, workspaceId, resolved.length)) {
+      // Every user at once, so the pass answers for every change already committed: all waiting
+      // rows (read before it starts) go with it, and every segment is evaluated. One segment at a
+      // time: side by side, whole-workspace passes would take every core from ingestion.
+      done = (await db.query<{ id: string }>("SELECT id FROM segment_outbox WHERE workspace_id = $1", [workspaceId])).rows.map((r) => r.id);
+      await this.inLanes(db, 1, await this.segments(db, workspaceId), (lane, s) => evaluate(lane, s, null));
+    } else {
+      const affected = keys.has("*")
+        ? await this.segments(db, workspaceId)
+        : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [[...keys]]);
+      await this.inLanes(db, LANES, affected, (lane, s) => evaluate(lane, s, resolved));
+    }
+    await db.query("DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [workspaceId, done]);
     return rows.length === OUTBOX_BATCH;
   }
 
   /**
-   * Runs `fn` over `items` on LANES connections at once: `db` and pool connections (statements on
+   * Runs `fn` over `items` on `lanes` connections at once: `db` and pool connections (statements on
    * different segments touch different rows, so they never wait for one another).
    */
-  private async inLanes<T>(db: pg.PoolClient, items: T[], fn: (lane: pg.PoolClient, item: T) => Promise<unknown>) {
-    const extra = items.length > 1 ? await Promise.all(Array.from({ length: LANES - 1 }, () => this.options.pool.connect())) : [];
+  private async inLanes<T>(db: pg.PoolClient, lanes: number, items: T[], fn: (lane: pg.PoolClient, item: T) => Promise<unknown>) {
+    const extra = items.length > 1 ? await Promise.all(Array.from({ length: lanes - 1 }, () => this.options.pool.connect())) : [];
     let next = 0;
     try {
       await Promise.all(
@@ -225,6 +241,13 @@ export class SegmentEngine {
     } finally {
       for (const c of extra) c.release();
     }
+  }
+
+  private async coversWorkspace(db: pg.PoolClient, workspaceId: string, ids: number) {
+    const { min, share } = this.options.wholeWorkspace ?? { min: 2000, share: 0.5 };
+    if (ids < min) return false;
+    const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM profiles WHERE workspace_id = $1", [workspaceId]);
+    return ids >= share * rows[0]!.n;
   }
 
   /** The ids as sent and the profiles they belong to now (a linked id's old memberships leave). */
