@@ -30,8 +30,8 @@ export interface Tidings {
 export interface ContextOptions {
   /** The segment engine's clock (ms since epoch); tests move it. */
   clock?: () => number;
-  /** The segment engine's rule for evaluating a drained batch over the whole workspace (tests force it). */
-  segmentsWholeWorkspace?: { min: number; share: number };
+  /** When the segment engine treats a drained batch as heavy ingestion (tests force it). */
+  segmentsHeavyIngestion?: { min: number; share: number };
 }
 
 export function createContext(config: ResolvedConfig, databaseUrl: string, options: ContextOptions = {}): AppContext {
@@ -56,7 +56,7 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     pool: db.pool,
     jobs,
     clock: options.clock ?? Date.now,
-    ...(options.segmentsWholeWorkspace ? { wholeWorkspace: options.segmentsWholeWorkspace } : {}),
+    ...(options.segmentsHeavyIngestion ? { heavyIngestion: options.segmentsHeavyIngestion } : {}),
     log: (msg, err) => log("error", `${msg}: ${err instanceof Error ? err.message : String(err)}`),
   });
   segments.register();

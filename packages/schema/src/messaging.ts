@@ -7,7 +7,9 @@ import { MessageTemplateDefinition } from "./templates.js";
 
 export const BroadcastStatus = z
   .enum(["Queued", "Running", "Completed", "Failed", "Cancelled"])
-  .describe("`Queued` until a worker freezes the audience, `Running` while sending, then `Completed`, `Failed` or `Cancelled`.");
+  .describe(
+    "`Queued` until a worker has frozen the whole audience (the first 1 000 members' messages already go out meanwhile; `startedAt` is set), `Running` while sending the rest, then `Completed`, `Failed` or `Cancelled`.",
+  );
 export type BroadcastStatus = z.infer<typeof BroadcastStatus>;
 
 export const ExecuteBroadcastRequestBody = z

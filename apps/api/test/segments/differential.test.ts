@@ -296,7 +296,7 @@ class Run {
   }
 }
 
-async function runSeed(seed: number, options: Pick<ContextOptions, "segmentsWholeWorkspace"> = {}) {
+async function runSeed(seed: number, options: Pick<ContextOptions, "segmentsHeavyIngestion"> = {}) {
   const run = new Run(seed);
   const { rng, sim } = run;
   run.app = await createTestApp({ clock: () => run.now, ...options });
@@ -361,12 +361,12 @@ describe("segment engine agrees with the reference evaluator on random worlds", 
     // About 10 s a seed on an idle 2-core machine; the margin is for a loaded one.
     it(`seed ${seed}`, () => runSeed(seed), 120_000);
   }
-  // Heavy ingestion makes the engine evaluate a drained batch over the whole workspace instead
-  // of user by user; forced here for every batch, the result must be the same.
+  // Under heavy ingestion the engine drains every waiting outbox row in one pass, one segment
+  // at a time; forced here for every batch, the result must be the same.
   const [first] = seedsToRun();
   it(
-    `seed ${first}, every drained batch evaluated over the whole workspace`,
-    () => runSeed(first!, { segmentsWholeWorkspace: { min: 0, share: 0 } }),
+    `seed ${first}, every drained batch taken as heavy ingestion`,
+    () => runSeed(first!, { segmentsHeavyIngestion: { min: 0, share: 0 } }),
     120_000,
   );
 });

@@ -45,7 +45,7 @@ export async function createTestDatabase(): Promise<string> {
 }
 
 export async function createTestApp(overrides: Partial<ResolvedConfig> & ContextOptions = {}): Promise<TestApp> {
-  const { clock, segmentsWholeWorkspace, ...configOverrides } = overrides;
+  const { clock, segmentsHeavyIngestion, ...configOverrides } = overrides;
   const databaseUrl = await createTestDatabase();
   const config: ResolvedConfig = {
     ...loadConfig({ LOG_LEVEL: "silent", TIDINGS_KEY_CACHE_SECONDS: "0" }),
@@ -58,7 +58,7 @@ export async function createTestApp(overrides: Partial<ResolvedConfig> & Context
   };
   const ctx = createContext(config, databaseUrl, {
     ...(clock ? { clock } : {}),
-    ...(segmentsWholeWorkspace ? { segmentsWholeWorkspace } : {}),
+    ...(segmentsHeavyIngestion ? { segmentsHeavyIngestion } : {}),
   });
   const app = await buildApp(ctx);
   await ctx.jobs.start();

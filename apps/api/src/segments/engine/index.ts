@@ -39,11 +39,10 @@ export interface SegmentEngineOptions {
   log?: (msg: string, err?: unknown) => void;
   /**
    * A drained batch touching at least `min` users and at least `share` of the workspace's users
-   * is evaluated over the whole workspace: one set-based pass costs less than looking up that
-   * many users one by one (heavy ingestion touches most users of a workspace in every batch).
-   * Default { min: 2000, share: 0.5 }.
+   * means heavy ingestion: the drain then takes every waiting outbox row in one pass (their users
+   * are mostly the same), one segment at a time. Default { min: 2000, share: 0.5 }.
    */
-  wholeWorkspace?: { min: number; share: number };
+  heavyIngestion?: { min: number; share: number };
 }
 
 export class SegmentEngine {
@@ -193,35 +192,40 @@ export class SegmentEngine {
    * repeats evaluations, which are idempotent.
    */
   private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
-    const { rows } = await db.query<{ id: string; ids: string[]; keys: string[] }>(
-      `SELECT id, ids, keys FROM segment_outbox WHERE workspace_id = $1 ORDER BY id LIMIT ${OUTBOX_BATCH}`,
-      [workspaceId],
-    );
+    const read = (limit: string) =>
+      db.query<{ id: string; ids: string[]; keys: string[] }>(
+        `SELECT id, ids, keys FROM segment_outbox WHERE workspace_id = $1 ORDER BY id ${limit}`,
+        [workspaceId],
+      );
+    let { rows } = await read(`LIMIT ${OUTBOX_BATCH}`);
     if (rows.length === 0) return false;
-    const ids = new Set<string>();
-    const keys = new Set<string>();
-    for (const r of rows) {
-      for (const id of r.ids) ids.add(id);
-      for (const k of r.keys) keys.add(k);
+    let scope = await this.resolveScope(
+      db,
+      workspaceId,
+      rows.flatMap((r) => r.ids),
+    );
+    const saturated = await this.heavyIngestion(db, workspaceId, scope.length);
+    if (saturated) {
+      // Heavy ingestion: the next batches would touch the same users again. One pass over all the
+      // waiting rows costs about what one batch does.
+      rows = (await read("")).rows;
+      scope = await this.resolveScope(
+        db,
+        workspaceId,
+        rows.flatMap((r) => r.ids),
+      );
     }
-    const resolved = await this.resolveScope(db, workspaceId, [...ids]);
+    const keys = [...new Set(rows.flatMap((r) => r.keys))];
+    const affected = keys.includes("*")
+      ? await this.segments(db, workspaceId)
+      : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [keys]);
     const groups = await this.groupTypes(db, workspaceId);
-    const evaluate = (lane: pg.PoolClient, s: StoredSegment & { definition: SegmentDefinition }, scope: string[] | null) =>
-      evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope);
-    let done = rows.map((r) => r.id);
-    if (await this.coversWorkspace(db, workspaceId, resolved.length)) {
-      // Every user at once, so the pass answers for every change already committed: all waiting
-      // rows (read before it starts) go with it, and every segment is evaluated. One segment at a
-      // time: side by side, whole-workspace passes would take every core from ingestion.
-      done = (await db.query<{ id: string }>("SELECT id FROM segment_outbox WHERE workspace_id = $1", [workspaceId])).rows.map((r) => r.id);
-      await this.inLanes(db, 1, await this.segments(db, workspaceId), (lane, s) => evaluate(lane, s, null));
-    } else {
-      const affected = keys.has("*")
-        ? await this.segments(db, workspaceId)
-        : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [[...keys]]);
-      await this.inLanes(db, LANES, affected, (lane, s) => evaluate(lane, s, resolved));
-    }
-    await db.query("DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [workspaceId, done]);
+    // A pass over most of a workspace runs one segment at a time: two side by side would take
+    // every core from ingestion.
+    await this.inLanes(db, saturated ? 1 : LANES, affected, (lane, s) =>
+      evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope),
+    );
+    await db.query("DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [workspaceId, rows.map((r) => r.id)]);
     return rows.length === OUTBOX_BATCH;
   }
 
@@ -243,8 +247,8 @@ export class SegmentEngine {
     }
   }
 
-  private async coversWorkspace(db: pg.PoolClient, workspaceId: string, ids: number) {
-    const { min, share } = this.options.wholeWorkspace ?? { min: 2000, share: 0.5 };
+  private async heavyIngestion(db: pg.PoolClient, workspaceId: string, ids: number) {
+    const { min, share } = this.options.heavyIngestion ?? { min: 2000, share: 0.5 };
     if (ids < min) return false;
     const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM profiles WHERE workspace_id = $1", [workspaceId]);
     return ids >= share * rows[0]!.n;
