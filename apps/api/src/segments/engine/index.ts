@@ -199,21 +199,14 @@ export class SegmentEngine {
       );
     let { rows } = await read(`LIMIT ${OUTBOX_BATCH}`);
     if (rows.length === 0) return false;
-    let scope = await this.resolveScope(
-      db,
-      workspaceId,
-      rows.flatMap((r) => r.ids),
-    );
+    const scopeOf = (batch: typeof rows) => this.resolveScope(db, workspaceId, [...new Set(batch.flatMap((r) => r.ids))]);
+    let scope = await scopeOf(rows);
     const saturated = await this.heavyIngestion(db, workspaceId, scope.length);
     if (saturated) {
       // Heavy ingestion: the next batches would touch the same users again. One pass over all the
       // waiting rows costs about what one batch does.
       rows = (await read("")).rows;
-      scope = await this.resolveScope(
-        db,
-        workspaceId,
-        rows.flatMap((r) => r.ids),
-      );
+      scope = await scopeOf(rows);
     }
     const keys = [...new Set(rows.flatMap((r) => r.keys))];
     const affected = keys.includes("*")
