@@ -30,8 +30,8 @@
 //      the request was sent is paired with it. Latency = change.at − 204. `at` is the engine's
 //      clock (Date.now() in production) taken when it starts that segment's evaluation
 //      statement, so it can precede the 204 by the time the response takes to reach this
-//      process: those are clamped at 0. It also precedes the moment the change can be seen: the
-//      drain commits after evaluating every affected segment. So also shown: the change's commit
+//      process: those are clamped at 0. It also precedes the moment the change can be seen (when
+//      that segment's evaluation statement commits). So also shown: the change's commit
 //      instant − 204 (when it became visible), and server-side, the change's commit − the
 //      event's commit. Target p95 ≤ 1 s (on change.at, as specified).
 //  (c) Ingestion cost of live segments. Batch ingestion (100-event batches, 10 % identify, 30 %
