@@ -5,6 +5,7 @@
 // that stopped making progress (its worker died) and starts broadcasts whose start job was lost.
 import type { MessageTemplateDefinition, SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
+import { inTransaction } from "../db/transaction.ts";
 import type { JobLayer } from "../jobs/index.ts";
 import type { Deliverer } from "../messaging/deliver.ts";
 import type { SegmentEngine } from "../segments/engine/index.ts";
@@ -90,35 +91,29 @@ export class BroadcastRunner {
     const freeze = async (limit: string, started: boolean) => {
       const client = await this.o.pool.connect();
       try {
-        await client.query("BEGIN");
-        const locked = await client.query("SELECT 1 FROM broadcasts WHERE workspace_id = $1 AND id = $2 AND status = 'Queued' FOR UPDATE", [
-          workspaceId,
-          broadcastId,
-        ]);
-        if (locked.rowCount === 0) {
-          await client.query("ROLLBACK");
-          return false;
-        }
-        await client.query(
-          `INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, broadcast_id, status)
-           SELECT $1, gen_random_uuid(), m.profile_id, $${n + 1}::"Channel", $${n + 2}::uuid, $${n + 3}::uuid, 'Queued'
-           FROM (${audience.text} ${limit}) m
-           ON CONFLICT DO NOTHING`,
-          [...audience.values, b.channel, b.template_id, broadcastId],
-        );
-        await client.query(
-          started
-            ? `UPDATE broadcasts SET status = 'Running', updated_at = now(),
-                 audience = (SELECT count(*) FROM deliveries WHERE workspace_id = $1 AND broadcast_id = $2)
-               WHERE workspace_id = $1 AND id = $2`
-            : "UPDATE broadcasts SET started_at = coalesce(started_at, now()), updated_at = now() WHERE workspace_id = $1 AND id = $2",
-          [workspaceId, broadcastId],
-        );
-        await client.query("COMMIT");
-        return true;
-      } catch (err) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw err;
+        return await inTransaction(client, async () => {
+          const locked = await client.query(
+            "SELECT 1 FROM broadcasts WHERE workspace_id = $1 AND id = $2 AND status = 'Queued' FOR UPDATE",
+            [workspaceId, broadcastId],
+          );
+          if (locked.rowCount === 0) return false;
+          await client.query(
+            `INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, broadcast_id, status)
+             SELECT $1, gen_random_uuid(), m.profile_id, $${n + 1}::"Channel", $${n + 2}::uuid, $${n + 3}::uuid, 'Queued'
+             FROM (${audience.text} ${limit}) m
+             ON CONFLICT DO NOTHING`,
+            [...audience.values, b.channel, b.template_id, broadcastId],
+          );
+          await client.query(
+            started
+              ? `UPDATE broadcasts SET status = 'Running', updated_at = now(),
+                   audience = (SELECT count(*) FROM deliveries WHERE workspace_id = $1 AND broadcast_id = $2)
+                 WHERE workspace_id = $1 AND id = $2`
+              : "UPDATE broadcasts SET started_at = coalesce(started_at, now()), updated_at = now() WHERE workspace_id = $1 AND id = $2",
+            [workspaceId, broadcastId],
+          );
+          return true;
+        });
       } finally {
         client.release();
       }

@@ -2,6 +2,7 @@
 // skipping messageIds the workspace already has, then applies only the new events' effects:
 // identity links, profile traits (per key, latest event time wins) and group membership.
 import type pg from "pg";
+import { inTransaction } from "../db/transaction.ts";
 import {
   EVENT_COLUMNS,
   encodeRows,
@@ -35,13 +36,7 @@ import {
 export async function storeInTransaction(pool: pg.Pool, rows: WorkspaceEvent[]): Promise<number> {
   const client = await pool.connect();
   try {
-    await client.query("BEGIN");
-    const stored = await storeEvents(client, rows);
-    await client.query("COMMIT");
-    return stored;
-  } catch (err) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw err;
+    return await inTransaction(client, () => storeEvents(client, rows));
   } finally {
     client.release();
   }

@@ -10,6 +10,7 @@
 import { manualSegmentDefinition, type SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { SEGMENT_CHANGES_CHANNEL } from "../../ingest/sql.ts";
+import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, type SubscriptionGroupTypes } from "./compile.ts";
 import { evaluateSegment, membersQuery } from "./evaluate.ts";
@@ -169,19 +170,14 @@ export class SegmentEngine {
     if (pending.length === 0) return;
     const groups = await this.groupTypes(db, workspaceId);
     for (const s of pending) {
-      await db.query("BEGIN");
-      try {
+      await inTransaction(db, async () => {
         // Hashes and sorts over a whole workspace stay in memory.
         await db.query("SET LOCAL work_mem = '64MB'");
         await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
           definitionUpdatedAt: s.definition_updated_at,
           dependsOn: segmentDependencies(s.definition),
         });
-        await db.query("COMMIT");
-      } catch (err) {
-        await db.query("ROLLBACK").catch(() => {});
-        throw err;
-      }
+      });
     }
   }
 
@@ -260,8 +256,7 @@ export class SegmentEngine {
   /** Re-evaluates one batch of due timers; false when none is due. */
   private async fireTimers(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
     const now = this.now();
-    await db.query("BEGIN");
-    try {
+    return inTransaction(db, async () => {
       const { rows } = await db.query<{ segment_id: string; ids: string[] }>(
         `SELECT segment_id, array_agg(profile_id) AS ids FROM (
            SELECT segment_id, profile_id FROM segment_timers WHERE workspace_id = $1 AND due_at <= $2
@@ -284,11 +279,7 @@ export class SegmentEngine {
           now,
         ]);
       }
-      await db.query("COMMIT");
       return fired === TIMER_BATCH;
-    } catch (err) {
-      await db.query("ROLLBACK").catch(() => {});
-      throw err;
-    }
+    });
   }
 }
