@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";
 import { identify, segmentWorld, type SegmentWorld } from "../segments/support.ts";
+import { broadcastEnd, getBroadcast, plan, waitFor } from "./support.ts";
 
 let t: TestApp;
 let receiver: Server;
@@ -32,7 +33,6 @@ afterAll(async () => {
   await new Promise((r) => receiver.close(r));
 });
 
-const plan = (value: string) => ({ entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value } }, nodes: [] });
 const webhook = (tag: string) => ({
   type: "Webhook",
   url: `${receiverUrl}/hook`,
@@ -45,18 +45,6 @@ async function users(w: SegmentWorld, n: number, traits: (i: number) => Record<s
   await w.send(Array.from({ length: n }, (_, i) => identify(`user-${i}`, traits(i), now - 1000)));
 }
 
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const getBroadcast = (w: SegmentWorld, id: string): Promise<any> => w.admin("GET", `/api/admin/broadcasts/${id}`);
-const finished = (b: any) => ["Completed", "Failed", "Cancelled"].includes(b.status);
-
 describe("broadcasts", () => {
   it("sends each member of an inline segment exactly one signed webhook, then completes; a repeat sends nothing", async () => {
     const w = await segmentWorld(t);
@@ -66,7 +54,7 @@ describe("broadcasts", () => {
     const res = await request(t.url, "POST", "/api/admin/broadcasts/execute", { headers: bearer(w.ws.adminKey), body });
     expect(res.status, res.text).toBe(202);
     expect(res.body).toEqual({ broadcastId: expect.any(String), broadcastName: "pro-hook", status: "Queued" });
-    const b = await waitFor(() => getBroadcast(w, res.body.broadcastId), finished);
+    const b = await broadcastEnd(w, res.body.broadcastId);
     expect(b).toMatchObject({
       status: "Completed",
       channel: "Webhook",
@@ -109,7 +97,7 @@ describe("broadcasts", () => {
       body: { broadcastName: "big", segmentDefinition: plan("pro"), messageTemplateDefinition: webhook("big") },
     });
     expect(res.status, res.text).toBe(202);
-    const b = await waitFor(() => getBroadcast(w, res.body.broadcastId), finished, 30_000);
+    const b = await broadcastEnd(w, res.body.broadcastId, 30_000);
     expect(b).toMatchObject({ status: "Completed", counts: { audience: n, sent: n, failed: 0, skipped: 0, pending: 0 } });
     const mine = received.slice(before).filter((m) => JSON.parse(m.body).tag === "big");
     expect(mine).toHaveLength(n);
@@ -144,7 +132,7 @@ describe("broadcasts", () => {
         status: "Queued",
       })),
     });
-    const b = await waitFor(() => getBroadcast(w, row.id), finished);
+    const b = await broadcastEnd(w, row.id);
     expect(b).toMatchObject({ status: "Completed", counts: { audience: 30, sent: 30, failed: 0, skipped: 0, pending: 0 } });
     const mine = received.slice(before).filter((m) => JSON.parse(m.body).tag === "cut");
     expect(mine.map((m) => JSON.parse(m.body).user).sort()).toEqual(Array.from({ length: 30 }, (_, i) => `user-${i}`).sort());
@@ -166,7 +154,7 @@ describe("broadcasts", () => {
         body: "<p>Hello {{ user.email }}</p>",
       },
     });
-    const b = await waitFor(() => getBroadcast(w, res.broadcastId), finished);
+    const b = await broadcastEnd(w, res.broadcastId);
     expect(b.counts).toEqual({ audience: 6, sent: 3, failed: 0, skipped: 3, pending: 0 });
     const skipped = await w.admin("GET", `/api/admin/deliveries?broadcastId=${b.id}&status=Skipped`);
     expect(skipped.items.map((d: { userId: string; reason: string }) => [d.userId, d.reason]).sort()).toEqual([

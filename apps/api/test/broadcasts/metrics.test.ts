@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";
 import { identify, segmentWorld } from "../segments/support.ts";
+import { broadcastEnd, waitFor } from "./support.ts";
 
 let t: TestApp;
 let receiver: Server;
@@ -34,16 +35,6 @@ afterAll(async () => {
   receiver?.closeAllConnections();
   await new Promise((r) => receiver?.close(r));
 });
-
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-const finished = (b: any) => ["Completed", "Failed", "Cancelled"].includes(b.status);
 
 /** Samples of the Prometheus text exposition: name → [labels, value]. */
 async function scrape(): Promise<Map<string, { labels: Record<string, string>; value: number }[]>> {
@@ -106,7 +97,7 @@ describe("broadcast metrics", () => {
       gate = null;
       release();
 
-      const b = await waitFor(() => w.admin("GET", `/api/admin/broadcasts/${res.broadcastId}`), finished);
+      const b = await broadcastEnd(w, res.broadcastId);
       expect(b.counts).toEqual({ audience: 5, sent: 4, failed: 0, skipped: 1, pending: 0 });
     } finally {
       gate = null;

@@ -9,6 +9,7 @@ import { createTestApp, type TestApp } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";
 import { identify, segmentWorld } from "../segments/support.ts";
 import { ExpoDouble, type ExpoMessage } from "../messaging/doubles/expo.ts";
+import { broadcastEnd } from "./support.ts";
 
 let t: TestApp;
 let expo: ExpoDouble;
@@ -21,16 +22,6 @@ afterAll(async () => {
   await t?.close();
   await expo?.close();
 });
-
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-const finished = (b: any) => ["Completed", "Failed", "Cancelled"].includes(b.status);
 
 const token = (name: string) => `ExponentPushToken[${name}-device]`;
 
@@ -73,7 +64,7 @@ describe("the interface spec's broadcast example (MobilePush through Expo)", () 
     expect(res.body).toEqual({ broadcastId: expect.any(String), broadcastName: "spring-sale", status: "Queued" });
     const id = res.body.broadcastId as string;
 
-    const b = await waitFor(() => w.admin("GET", `/api/admin/broadcasts/${id}`), finished);
+    const b = await broadcastEnd(w, id);
     expect(b).toMatchObject({
       status: "Completed",
       channel: "MobilePush",

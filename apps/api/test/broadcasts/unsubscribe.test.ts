@@ -9,6 +9,7 @@ import { signUnsubscribeToken, UNSUBSCRIBE_PATH } from "../../src/messaging/unsu
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";
 import { identify, segmentWorld, type SegmentWorld } from "../segments/support.ts";
+import { broadcastEnd, plan } from "./support.ts";
 
 let t: TestApp;
 let db: pg.Client;
@@ -23,17 +24,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-const finished = (b: any) => ["Completed", "Failed", "Cancelled"].includes(b.status);
-
-const plan = (value: string) => ({ entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value } }, nodes: [] });
 const newsletter = {
   type: "Email",
   from: "news@acme.test",
@@ -48,7 +38,7 @@ async function broadcast(w: SegmentWorld, name: string, groupId: string) {
     messageTemplateDefinition: newsletter,
     subscriptionGroupId: groupId,
   });
-  const b = await waitFor(() => w.admin("GET", `/api/admin/broadcasts/${res.broadcastId}`), finished);
+  const b = await broadcastEnd(w, res.broadcastId);
   expect(b.status).toBe("Completed");
   return b;
 }

@@ -7,6 +7,7 @@ import { createTestApp, type TestApp } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";
 import { identify, segmentWorld, type SegmentWorld } from "../segments/support.ts";
 import { ExpoDouble } from "../messaging/doubles/expo.ts";
+import { broadcastEnd } from "../broadcasts/support.ts";
 
 let t: TestApp;
 let db: pg.Client;
@@ -24,16 +25,6 @@ afterAll(async () => {
   await expo?.close();
 });
 
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-const finished = (b: any) => ["Completed", "Failed", "Cancelled"].includes(b.status);
-
 async function broadcast(w: SegmentWorld, name: string) {
   const res = await w.admin("POST", "/api/admin/broadcasts/execute", {
     broadcastName: name,
@@ -45,7 +36,7 @@ async function broadcast(w: SegmentWorld, name: string) {
       body: "<p>Dear {{ user.name }} ({{ user.email }}, {{ user.id }})</p>",
     },
   });
-  const b = await waitFor(() => w.admin("GET", `/api/admin/broadcasts/${res.broadcastId}`), finished);
+  const b = await broadcastEnd(w, res.broadcastId);
   expect(b.status).toBe("Completed");
   return b;
 }
@@ -142,7 +133,7 @@ describe("DELETE /api/admin/users/:userId and deliveries", () => {
       segmentDefinition: { entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value: "pro" } }, nodes: [] },
       messageTemplateDefinition: { type: "MobilePush", title: "Hi {{ user.name }}", body: "News" },
     });
-    const b = await waitFor(() => w.admin("GET", `/api/admin/broadcasts/${res.broadcastId}`), finished);
+    const b = await broadcastEnd(w, res.broadcastId);
     expect(b.counts).toEqual({ audience: 2, sent: 1, failed: 1, skipped: 0, pending: 0 });
     const before = (await rowsOf(b.id)).find((r) => r.user_id === "zoe-1234")!;
     expect(before).toMatchObject({ status: "Failed", contact: zoeToken });
