@@ -38,7 +38,8 @@ export interface ResourceKind {
   command: string;
   /** For messages: "subscription group". */
   noun: string;
-  ops: { upsert: OperationId; list: OperationId; get: OperationId; delete: OperationId };
+  /** The contracts' prefix: `<contracts>.upsert`, `.list`, `.get` and `.delete` are its operations. */
+  contracts: "subscriptionGroups" | "segments" | "templates" | "journeys";
   /** The PUT body schema files are validated with. */
   body: BodySchema;
   /** Response fields the server manages: never compared with a file. */
@@ -46,24 +47,25 @@ export interface ResourceKind {
   columns: readonly Column<StoredResource>[];
 }
 
+const named: Column<StoredResource>[] = [
+  { header: "NAME", value: (r) => r.name },
+  { header: "ID", value: (r) => r.id },
+];
 const updated: Column<StoredResource> = { header: "UPDATED", value: (r) => formatTime(r.updatedAt) };
+type Verb = "upsert" | "list" | "get" | "delete";
+/** A kind's operation (it compiles only if every prefix and verb name a contract). */
+const op = (kind: ResourceKind, verb: Verb): OperationId => `${kind.contracts}.${verb}`;
 const common = ["id", "workspaceId", "createdAt", "updatedAt"];
 
 const subscriptionGroups: ResourceKind = {
   kind: "SubscriptionGroup",
   command: "subscription-groups",
   noun: "subscription group",
-  ops: {
-    upsert: "subscriptionGroups.upsert",
-    list: "subscriptionGroups.list",
-    get: "subscriptionGroups.get",
-    delete: "subscriptionGroups.delete",
-  },
+  contracts: "subscriptionGroups",
   body: UpsertSubscriptionGroupRequestBody,
   serverFields: common,
   columns: [
-    { header: "NAME", value: (r) => r.name },
-    { header: "ID", value: (r) => r.id },
+    ...named,
     { header: "CHANNEL", value: (r) => (r as unknown as SubscriptionGroupResource).channel },
     { header: "TYPE", value: (r) => (r as unknown as SubscriptionGroupResource).type },
     updated,
@@ -74,12 +76,11 @@ const segments: ResourceKind = {
   kind: "Segment",
   command: "segments",
   noun: "segment",
-  ops: { upsert: "segments.upsert", list: "segments.list", get: "segments.get", delete: "segments.delete" },
+  contracts: "segments",
   body: UpsertSegmentRequestBody,
   serverFields: [...common, "definitionUpdatedAt", "lastRecomputed", "memberCount"],
   columns: [
-    { header: "NAME", value: (r) => r.name },
-    { header: "ID", value: (r) => r.id },
+    ...named,
     { header: "ENTRY", value: (r) => (r as unknown as SegmentResource).definition?.entryNode.type },
     { header: "MEMBERS", value: (r) => (r as unknown as SegmentResource).memberCount, right: true },
     updated,
@@ -90,12 +91,11 @@ const templates: ResourceKind = {
   kind: "Template",
   command: "templates",
   noun: "template",
-  ops: { upsert: "templates.upsert", list: "templates.list", get: "templates.get", delete: "templates.delete" },
+  contracts: "templates",
   body: UpsertMessageTemplateRequestBody,
   serverFields: [...common, "type"],
   columns: [
-    { header: "NAME", value: (r) => r.name },
-    { header: "ID", value: (r) => r.id },
+    ...named,
     { header: "TYPE", value: (r) => (r as unknown as MessageTemplateResource).type },
     { header: "DEFINITION", value: (r) => ((r as unknown as MessageTemplateResource).definition ? "yes" : "no (draft only)") },
     updated,
@@ -106,12 +106,11 @@ const journeys: ResourceKind = {
   kind: "Journey",
   command: "journeys",
   noun: "journey",
-  ops: { upsert: "journeys.upsert", list: "journeys.list", get: "journeys.get", delete: "journeys.delete" },
+  contracts: "journeys",
   body: UpsertJourneyRequestBody,
   serverFields: common,
   columns: [
-    { header: "NAME", value: (r) => r.name },
-    { header: "ID", value: (r) => r.id },
+    ...named,
     { header: "STATUS", value: (r) => (r as unknown as JourneyResource).status },
     { header: "ENTRY", value: (r) => (r as unknown as JourneyResource).definition?.entryNode.type },
     updated,
@@ -135,7 +134,7 @@ export async function listAll(api: Api, kind: ResourceKind): Promise<StoredResou
   const items: StoredResource[] = [];
   let cursor: string | undefined;
   do {
-    const page = (await untyped(api)(kind.ops.list, { query: { limit: 500, cursor } })) as {
+    const page = (await untyped(api)(op(kind, "list"), { query: { limit: 500, cursor } })) as {
       items: StoredResource[];
       nextCursor: string | null;
     };
@@ -147,19 +146,19 @@ export async function listAll(api: Api, kind: ResourceKind): Promise<StoredResou
 
 /** One page of a kind, for `list`. */
 export async function listPage(api: Api, kind: ResourceKind, limit: number, cursor?: string) {
-  return (await untyped(api)(kind.ops.list, { query: { limit, cursor } })) as { items: StoredResource[]; nextCursor: string | null };
+  return (await untyped(api)(op(kind, "list"), { query: { limit, cursor } })) as { items: StoredResource[]; nextCursor: string | null };
 }
 
 export async function getResource(api: Api, kind: ResourceKind, id: string): Promise<StoredResource> {
-  return (await untyped(api)(kind.ops.get, { params: { id } })) as StoredResource;
+  return (await untyped(api)(op(kind, "get"), { params: { id } })) as StoredResource;
 }
 
 export async function deleteResource(api: Api, kind: ResourceKind, id: string): Promise<void> {
-  await untyped(api)(kind.ops.delete, { params: { id } });
+  await untyped(api)(op(kind, "delete"), { params: { id } });
 }
 
 export async function upsertResource(api: Api, kind: ResourceKind, body: Record<string, unknown>): Promise<StoredResource> {
-  return (await untyped(api)(kind.ops.upsert, { body })) as StoredResource;
+  return (await untyped(api)(op(kind, "upsert"), { body })) as StoredResource;
 }
 
 /** Finds a resource by id or by exact name (names are unique per kind and workspace). */
