@@ -57,8 +57,9 @@ describe("tidings events send, users, broadcasts", () => {
     expect(res.stderr).toMatch(/the event is invalid; nothing was sent\n {2}event: /);
   });
 
-  it("executes an Email broadcast from files and waits: --json prints the final broadcast with sent counts", async () => {
-    const res = await runCli(
+  /** The same broadcast from files, run twice: it must send once. */
+  const executeHelloAll = () =>
+    runCli(
       [
         "broadcasts",
         "execute",
@@ -73,6 +74,9 @@ describe("tidings events send, users, broadcasts", () => {
       ],
       { env: ws.env },
     );
+
+  it("executes an Email broadcast from files and waits: --json prints the final broadcast with sent counts", async () => {
+    const res = await executeHelloAll();
     expect(res.status, res.stderr).toBe(0);
     const b = JSON.parse(res.stdout);
     expect(b).toMatchObject({ name: "hello-all", status: "Completed", channel: "Email" });
@@ -92,21 +96,7 @@ describe("tidings events send, users, broadcasts", () => {
   });
 
   it("is idempotent per name: running the same command again sends nothing new", async () => {
-    const res = await runCli(
-      [
-        "broadcasts",
-        "execute",
-        "--name",
-        "hello-all",
-        "--segment",
-        path.join(dir, "everyone.yaml"),
-        "--template",
-        path.join(dir, "hello.json"),
-        "--wait",
-        "--json",
-      ],
-      { env: ws.env },
-    );
+    const res = await executeHelloAll();
     expect(res.status).toBe(0);
     expect(JSON.parse(res.stdout).counts.sent).toBe(3);
     const deliveries = await adminGet<{ items: unknown[] }>(ws, "/api/admin/deliveries");
