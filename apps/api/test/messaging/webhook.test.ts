@@ -5,10 +5,10 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parseRetryAfter } from "../../src/messaging/channels/provider-http.ts";
 import type { OutgoingMessage, WebhookRendered } from "../../src/messaging/channels/types.ts";
 import {
   forbiddenAddressKind,
-  parseRetryAfter,
   signWebhook,
   webhookSigningKey,
   WebhookSender,

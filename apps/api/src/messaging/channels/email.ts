@@ -2,6 +2,7 @@
 // multipart/alternative message per delivery, the SMTP answer mapped to sent / failed / retry.
 import { createHash } from "node:crypto";
 import type { SmtpConfig } from "@tidings/schema";
+import pMap from "p-map";
 import nodemailer, { type NodemailerError, type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from "nodemailer";
 import type { ChannelSender, EmailRendered, OutgoingMessage, PermanentFailure, SendOutcome, TransientFailure } from "./types.ts";
 
@@ -143,19 +144,6 @@ function transportKey(config: SmtpSenderConfig): string {
     .digest("hex");
 }
 
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
-
 export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfig> {
   readonly #options: Required<Omit<EmailSenderOptions, "onTransportError">> & Pick<EmailSenderOptions, "onTransportError">;
   /** Insertion order is recency: a used transport is moved to the end. */
@@ -172,6 +160,7 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
       maxTransports: 50,
       ...options,
     };
+    this.#options.concurrency = Math.max(1, this.#options.concurrency);
   }
 
   #transport(config: SmtpSenderConfig): Pool {
@@ -231,7 +220,7 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
   }
 
   async send(messages: OutgoingMessage<EmailRendered>[], config: SmtpSenderConfig): Promise<SendOutcome[]> {
-    return mapLimit(messages, this.#options.concurrency, (message) => this.#sendOne(message, config));
+    return pMap(messages, (message) => this.#sendOne(message, config), { concurrency: this.#options.concurrency });
   }
 
   async close(): Promise<void> {

@@ -7,7 +7,8 @@
 // answers {errors: [{code, message}]} with a 4xx/5xx status.
 // Tickets only say Expo accepted the message; delivery receipts (push/getReceipts) come later.
 import type { ExpoConfig } from "@tidings/schema";
-import { clip, DEFAULT_TIMEOUT_MS, httpRequest, isTransientStatus, joinUrl, mapWithConcurrency, transient } from "./provider-http.ts";
+import pMap from "p-map";
+import { clip, DEFAULT_TIMEOUT_MS, httpRequest, isTransientStatus, joinUrl, transient } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, PushRendered, SendOutcome } from "./types.ts";
 
 export const EXPO_DEFAULT_BASE_URL = "https://exp.host";
@@ -44,7 +45,7 @@ export class ExpoSender implements ChannelSender<PushRendered, ExpoConfig> {
   private readonly timeoutMs: number;
 
   constructor(options: ExpoSenderOptions = {}) {
-    this.concurrency = options.concurrency ?? 6;
+    this.concurrency = Math.max(1, options.concurrency ?? 6);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
@@ -68,14 +69,18 @@ export class ExpoSender implements ChannelSender<PushRendered, ExpoConfig> {
     };
     if (config.accessToken) headers.authorization = `Bearer ${config.accessToken}`;
 
-    await mapWithConcurrency(chunks, this.concurrency, async (chunk) => {
-      const results = await this.sendChunk(
-        chunk.map((i) => messages[i]!),
-        url,
-        headers,
-      );
-      for (const [k, messageIndex] of chunk.entries()) outcomes[messageIndex] = results[k]!;
-    });
+    await pMap(
+      chunks,
+      async (chunk) => {
+        const results = await this.sendChunk(
+          chunk.map((i) => messages[i]!),
+          url,
+          headers,
+        );
+        for (const [k, messageIndex] of chunk.entries()) outcomes[messageIndex] = results[k]!;
+      },
+      { concurrency: this.concurrency },
+    );
     return outcomes;
   }
 

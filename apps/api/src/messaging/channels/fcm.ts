@@ -11,7 +11,8 @@
 // Errors: {error: {code, message, status, details: [{@type: …FcmError, errorCode}]}}.
 import { createHash, createPrivateKey, sign, type KeyObject } from "node:crypto";
 import type { FcmConfig } from "@tidings/schema";
-import { clip, DEFAULT_TIMEOUT_MS, httpRequest, isTransientStatus, joinUrl, mapWithConcurrency, transient } from "./provider-http.ts";
+import pMap from "p-map";
+import { clip, DEFAULT_TIMEOUT_MS, httpRequest, isTransientStatus, joinUrl, transient } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, PermanentFailure, PushRendered, SendOutcome, TransientFailure } from "./types.ts";
 
 export const FCM_DEFAULT_BASE_URL = "https://fcm.googleapis.com";
@@ -59,7 +60,7 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
   private readonly pending = new Map<string, Promise<TokenResult>>();
 
   constructor(options: FcmSenderOptions = {}) {
-    this.concurrency = options.concurrency ?? 8;
+    this.concurrency = Math.max(1, options.concurrency ?? 8);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.refreshMarginMs = options.refreshMarginMs ?? 5 * 60_000;
   }
@@ -74,7 +75,7 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
     if (!first.ok) return messages.map(() => first.outcome);
 
     const url = joinUrl(config.baseUrl ?? FCM_DEFAULT_BASE_URL, `/v1/projects/${encodeURIComponent(config.projectId)}/messages:send`);
-    return mapWithConcurrency(messages, this.concurrency, (m) => this.sendOne(m, account, url));
+    return pMap(messages, (m) => this.sendOne(m, account, url), { concurrency: this.concurrency });
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,7 @@
-// Small HTTP helpers shared by the provider senders (Twilio, FCM, Expo): one request with a
-// deadline that never throws, Retry-After parsing, classification of transient statuses and a
-// bounded-concurrency map. Node 20's global fetch (undici inside) pools connections per origin.
+// Small HTTP helpers shared by the channel senders: one request with a deadline that never throws
+// (Twilio, FCM, Expo; Node 20's global fetch, undici inside, pools connections per origin), and
+// for those and the webhook the one Retry-After parser and classification of transient statuses.
+// Bounded concurrency is p-map's.
 import type { TransientFailure } from "./types.ts";
 
 export const DEFAULT_TIMEOUT_MS = 15_000;
@@ -59,12 +60,12 @@ function describeRequestError(err: unknown, timeoutMs: number): string {
 
 /**
  * Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date. Milliseconds from `now`, never
- * negative; undefined when absent or unreadable.
+ * negative; undefined when absent or unreadable. Takes a fetch `Headers.get` value (null when
+ * absent) or an undici/node header value (the first of repeated ones counts).
  */
-export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | undefined {
-  if (value == null) return undefined;
-  const v = value.trim();
-  if (v === "") return undefined;
+export function parseRetryAfter(value: string | readonly string[] | null | undefined, now: number = Date.now()): number | undefined {
+  const v = (typeof value === "string" ? value : value?.[0])?.trim();
+  if (!v) return undefined;
   if (/^\d+$/.test(v)) return Number(v) * 1000;
   const at = Date.parse(v);
   if (Number.isNaN(at)) return undefined;
@@ -85,25 +86,6 @@ export function transient(reason: string, headers?: Headers): TransientFailure {
 /** `base` without trailing slashes, followed by `path` (which starts with "/"). */
 export function joinUrl(base: string, path: string): string {
   return base.replace(/\/+$/, "") + path;
-}
-
-/** Maps `items` with at most `limit` calls of `fn` in flight; results in input order. */
-export async function mapWithConcurrency<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]!, i);
-    }
-  };
-  const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker);
-  await Promise.all(workers);
-  return results;
 }
 
 /** Shortens a provider's text for a failure reason. */

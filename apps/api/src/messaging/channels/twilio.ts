@@ -5,7 +5,8 @@
 // A created message answers 201 with the Message resource; its `sid` (SM…) is the provider id.
 // Errors answer a JSON body {code, message, more_info, status}.
 import type { TwilioConfig } from "@tidings/schema";
-import { clip, DEFAULT_TIMEOUT_MS, httpRequest, isTransientStatus, joinUrl, mapWithConcurrency, transient } from "./provider-http.ts";
+import pMap from "p-map";
+import { clip, DEFAULT_TIMEOUT_MS, httpRequest, isTransientStatus, joinUrl, transient } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome, SmsRendered } from "./types.ts";
 
 export const TWILIO_DEFAULT_BASE_URL = "https://api.twilio.com";
@@ -22,7 +23,7 @@ export class TwilioSender implements ChannelSender<SmsRendered, TwilioConfig> {
   private readonly timeoutMs: number;
 
   constructor(options: TwilioSenderOptions = {}) {
-    this.concurrency = options.concurrency ?? 8;
+    this.concurrency = Math.max(1, options.concurrency ?? 8);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
@@ -36,7 +37,7 @@ export class TwilioSender implements ChannelSender<SmsRendered, TwilioConfig> {
       `/2010-04-01/Accounts/${encodeURIComponent(config.accountSid)}/Messages.json`,
     );
     const authorization = `Basic ${Buffer.from(`${config.accountSid}:${config.authToken}`, "utf8").toString("base64")}`;
-    return mapWithConcurrency(messages, this.concurrency, (m) => this.sendOne(m, config, url, authorization));
+    return pMap(messages, (m) => this.sendOne(m, config, url, authorization), { concurrency: this.concurrency });
   }
 
   private async sendOne(m: OutgoingMessage<SmsRendered>, config: TwilioConfig, url: string, authorization: string): Promise<SendOutcome> {

@@ -12,7 +12,9 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { Agent, type Dispatcher } from "undici";
 import type { WebhookConfig } from "@tidings/schema";
+import pMap from "p-map";
 import { normalizeHost } from "../../config.ts";
+import { isTransientStatus, parseRetryAfter } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome, WebhookRendered } from "./types.ts";
 
 export interface ResolvedAddress {
@@ -174,15 +176,6 @@ const failed = (reason: string): SendOutcome => ({ status: "failed", reason });
 const retry = (reason: string, retryAfterMs?: number): SendOutcome =>
   retryAfterMs === undefined ? { status: "retry", reason } : { status: "retry", reason, retryAfterMs };
 
-/** Retry-After as milliseconds from now: delta-seconds or an HTTP date; undefined when absent or invalid. */
-export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
-  const v = (Array.isArray(value) ? value[0] : value)?.trim();
-  if (!v) return undefined;
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const at = Date.parse(v);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
-
 const headerText = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
 
 /** A URL for a reason: no credentials, no query (either may carry tokens). */
@@ -225,16 +218,7 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
       if (k instanceof Error) return messages.map(() => failed(`webhook signing secret: ${k.message}`));
       key = k;
     }
-    const outcomes = new Array<SendOutcome>(messages.length);
-    let next = 0;
-    const worker = async () => {
-      while (next < messages.length) {
-        const i = next++;
-        outcomes[i] = await this.sendOne(messages[i]!, key);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.concurrency, messages.length) }, worker));
-    return outcomes;
+    return pMap(messages, (m) => this.sendOne(m, key), { concurrency: this.concurrency });
   }
 
   async close(): Promise<void> {
@@ -388,7 +372,7 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
       }
       if (status >= 200 && status < 300) return { status: "sent" };
       const what = `webhook answered HTTP ${status}${hop ? ` (after ${hop} redirects)` : ""}`;
-      if (status === 408 || status === 429 || status >= 500) return retry(what, parseRetryAfter(res.headers["retry-after"]));
+      if (isTransientStatus(status)) return retry(what, parseRetryAfter(res.headers["retry-after"]));
       return failed(what);
     }
   }
