@@ -1,6 +1,7 @@
 // The public unsubscribe page: GET shows a confirmation with a button, POST unsubscribes (the
 // button, and RFC 8058 one-click POSTs from mail clients, whatever their body). No key: the
-// signed token is the authority. A forged or expired token gets a 400 page.
+// signed token is the authority (signed with TIDINGS_SECRET_KEY or, after a rotation,
+// TIDINGS_SECRET_KEY_PREVIOUS). A forged or expired token gets a 400 page.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { AppContext } from "../http/context.ts";
@@ -26,7 +27,7 @@ export const unsubscribeRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async 
   app.addContentTypeParser("*", { parseAs: "string", bodyLimit: 10_000 }, (_req, _body, done) => done(null, undefined));
 
   const verified = async (token: string) => {
-    const v = verifyUnsubscribeToken(ctx.config.secretKey, token);
+    const v = verifyUnsubscribeToken(ctx.config, token);
     if (!v.ok) return v;
     const group = v.payload.subscriptionGroupId
       ? await prisma.subscriptionGroup.findUnique({

@@ -1,7 +1,8 @@
 // Signed, expiring unsubscribe links carried by messages: `<payload>.<mac>` where payload is the
 // base64url JSON {workspaceId, userId, subscriptionGroupId?, exp} and mac its HMAC-SHA256 under a
 // key derived from TIDINGS_SECRET_KEY. The link works without any API key, so the MAC is all
-// that stops one user from unsubscribing another.
+// that stops one user from unsubscribing another. Links are signed with the current key and
+// verified with TIDINGS_SECRET_KEY_PREVIOUS too, so mail sent before a key rotation keeps working.
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import { deriveKey } from "./secrets.ts";
@@ -49,12 +50,23 @@ export function signUnsubscribeToken(
   return `${encoded}.${mac(secretKey, encoded).toString("base64url")}`;
 }
 
-export function verifyUnsubscribeToken(secretKey: string, token: string, now = Date.now()): VerifiedUnsubscribeToken {
+/** The keys a token may be signed with: the server's secret key, and the one it replaced while links signed with it are around. */
+export interface UnsubscribeKeys {
+  secretKey: string;
+  previousSecretKey?: string | undefined;
+}
+
+export function verifyUnsubscribeToken(keys: UnsubscribeKeys, token: string, now = Date.now()): VerifiedUnsubscribeToken {
   const [encoded, signature, ...rest] = token.split(".");
   if (!encoded || !signature || rest.length > 0) return { ok: false, reason: "malformed" };
-  const expected = mac(secretKey, encoded);
   const given = Buffer.from(signature, "base64url");
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: "signature" };
+  const signedWith = (secretKey: string) => {
+    const expected = mac(secretKey, encoded);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  };
+  if (!signedWith(keys.secretKey) && !(keys.previousSecretKey && signedWith(keys.previousSecretKey))) {
+    return { ok: false, reason: "signature" };
+  }
   let parsed: z.ZodSafeParseResult<UnsubscribePayload>;
   try {
     parsed = Payload.safeParse(JSON.parse(Buffer.from(encoded, "base64url").toString("utf8")));

@@ -84,7 +84,7 @@ describe("POST /api/admin/content/templates/render", () => {
     const link = new URL(href!);
     // TIDINGS_PUBLIC_URL (path kept), never the request's Host.
     expect(`${link.origin}${link.pathname}`).toBe(`${PUBLIC_URL}/api/public/subscriptions/unsubscribe`);
-    const verified = verifyUnsubscribeToken(t.ctx.config.secretKey!, link.searchParams.get("token")!);
+    const verified = verifyUnsubscribeToken(t.ctx.config, link.searchParams.get("token")!);
     expect(verified).toMatchObject({ ok: true, payload: { workspaceId: t.workspace.id, userId: "ada" } });
 
     const draft = await render({ templateId: stored.body.id, source: "draft", userId: "ada" });
@@ -127,7 +127,7 @@ describe("POST /api/admin/content/templates/render", () => {
     });
     expect(res.status).toBe(200);
     const token = new URL(res.body.rendered.body).searchParams.get("token")!;
-    expect(verifyUnsubscribeToken(t.ctx.config.secretKey!, token)).toMatchObject({
+    expect(verifyUnsubscribeToken(t.ctx.config, token)).toMatchObject({
       ok: true,
       payload: { userId: "u1", subscriptionGroupId: group.id },
     });
