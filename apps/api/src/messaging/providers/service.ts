@@ -189,7 +189,16 @@ export async function deleteProvider(prisma: PrismaClient, workspaceId: string, 
 
 export type ProviderForSending = { [T in ProviderType]: { id: string; type: T; config: ProviderConfig[T] } }[ProviderType];
 
-/** What a sender needs: the channel's provider with its secrets decrypted; null when none is set. */
+/** The channel's provider is set but cannot send; the message says why, for the deliveries' failure reason. */
+export class ProviderUnusableError extends Error {
+  override name = "ProviderUnusableError";
+}
+
+/**
+ * What a sender needs: the channel's provider with its secrets decrypted; null when none is set.
+ * Throws ProviderUnusableError when its secrets do not decrypt (sealed under another
+ * TIDINGS_SECRET_KEY) or its stored config is not a valid one.
+ */
 export async function providerForSending(
   prisma: PrismaClient,
   box: SecretBox,
@@ -198,7 +207,18 @@ export async function providerForSending(
 ): Promise<ProviderForSending | null> {
   const row = await prisma.channelProvider.findUnique({ where: { workspaceId_channel: { workspaceId, channel } } });
   if (!row) return null;
+  const secrets = readableSecrets(box, row);
+  if (!secrets) {
+    throw new ProviderUnusableError(
+      `the ${channel} provider's secrets cannot be decrypted with the current TIDINGS_SECRET_KEY (sealed under another key, or altered); ` +
+        "save the provider again with its secrets (PUT /api/admin/providers)",
+    );
+  }
   const type = row.type as ProviderType;
-  const config = providerConfigSchemas[type].parse({ ...(row.config as object), ...openSecrets(box, row) });
-  return { id: row.id, type, config } as ProviderForSending;
+  const parsed = providerConfigSchemas[type].safeParse({ ...(row.config as object), ...secrets });
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${["config", ...i.path.map(String)].join(".")}: ${i.message}`).join("; ");
+    throw new ProviderUnusableError(`the ${channel} provider's stored ${type} config is invalid: ${issues}`);
+  }
+  return { id: row.id, type, config: parsed.data } as ProviderForSending;
 }
