@@ -121,13 +121,22 @@ const EnvSchema = z.object({
     .min(0)
     .default(1000)
     .describe("Answer 503 + Retry-After while the event loop lags more than this; 0 turns the guard off."),
+  TIDINGS_WORKER_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(2)
+    .max(100)
+    .default(8)
+    .describe(
+      "Background jobs a worker runs at once: half (rounded down) send messages, the rest run the segment engine, ticks and timers.",
+    ),
   TIDINGS_DELIVERY_LEASE_SECONDS: z.coerce
     .number()
     .int()
     .min(1)
     .max(3600)
     .default(30)
-    .describe("A delivery claimed this long ago and still not marked was abandoned by a dead worker: it is sent again (once, same id)."),
+    .describe("A claimed delivery whose sender has not renewed its claim for this long (the worker died) is sent again (once, same id)."),
 });
 
 export interface Config {
@@ -160,8 +169,13 @@ export interface Config {
    * to private, loopback or link-local addresses; ports do not matter. Empty: none.
    */
   webhookAllowedHosts: string[];
-  /** Seconds after which a claimed, unmarked delivery is claimed again (its worker died). */
+  /**
+   * A claimed delivery's lease: its sender renews it every third of it while the provider works,
+   * so only a delivery whose sender is gone (no renewal for this long) is claimed again.
+   */
   deliveryLeaseSeconds: number;
+  /** Background jobs a worker process runs at once, split between the sending and default lanes. */
+  workerConcurrency: number;
   /** Event-loop lag (ms) beyond which requests get 503 + Retry-After; 0: no guard. */
   maxEventLoopDelayMs: number;
 }
@@ -211,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminCorsOrigins: e.TIDINGS_ADMIN_CORS_ORIGINS,
     webhookAllowedHosts: e.TIDINGS_WEBHOOK_ALLOWED_HOSTS,
     deliveryLeaseSeconds: e.TIDINGS_DELIVERY_LEASE_SECONDS,
+    workerConcurrency: e.TIDINGS_WORKER_CONCURRENCY,
     maxEventLoopDelayMs: e.TIDINGS_MAX_EVENT_LOOP_DELAY_MS,
   };
 }

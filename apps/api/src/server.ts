@@ -16,6 +16,8 @@ import { SegmentEngine } from "./segments/engine/index.ts";
 import { BroadcastRunner } from "./broadcasts/runner.ts";
 import { createSenders } from "./messaging/channels/index.ts";
 import { Deliverer } from "./messaging/deliver.ts";
+import { SendJobs } from "./messaging/send-jobs.ts";
+import { journeyDeliverySource } from "./journeys/delivery-source.ts";
 import { renderEmail } from "./messaging/render-email.ts";
 import { SecretBox } from "./messaging/secrets.ts";
 
@@ -37,7 +39,7 @@ export interface ContextOptions {
 export function createContext(config: ResolvedConfig, databaseUrl: string, options: ContextOptions = {}): AppContext {
   const db = createDb(databaseUrl, config.dbPoolSize);
   const log = levelLog(config.logLevel);
-  const jobs = createJobLayer({ connectionString: databaseUrl, role: config.role, log });
+  const jobs = createJobLayer({ connectionString: databaseUrl, role: config.role, concurrency: config.workerConcurrency, log });
   const metrics = createMetrics(jobs, async () => {
     const { rows } = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM broadcasts WHERE status IN ('Queued', 'Running')");
     return rows[0]!.n;
@@ -71,9 +73,13 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     secretKey: config.secretKey,
     leaseSeconds: config.deliveryLeaseSeconds,
     metrics,
+    log,
   });
-  new BroadcastRunner({ pool: db.pool, prisma: db.prisma, jobs, segments, deliverer }).register();
-  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, jobs, segments, senders, metrics };
+  const sends = new SendJobs({ pool: db.pool, jobs, deliverer, leaseSeconds: config.deliveryLeaseSeconds, log });
+  sends.register();
+  sends.addSource(journeyDeliverySource(db.pool));
+  new BroadcastRunner({ pool: db.pool, prisma: db.prisma, jobs, segments, sends }).register();
+  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, jobs, segments, senders, sends, metrics };
 }
 
 /** Starts everything but the listener. */

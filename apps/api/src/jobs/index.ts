@@ -1,8 +1,11 @@
 // Background jobs, kept in PostgreSQL (graphile-worker 0.17, schema `graphile_worker`).
 //
-// - `register(task, handler)` before `start()`. Jobs run only in TIDINGS_ROLE=all|worker processes;
+// - `register(task, handler, {lane})` before `start()`. Jobs run only in TIDINGS_ROLE=all|worker processes;
 //   any role enqueues. Workers share the jobs (SKIP LOCKED); a job is retried with exponential
 //   back-off when its handler throws (25 attempts unless `maxAttempts`), so handlers are idempotent.
+// - Lanes: a worker's TIDINGS_WORKER_CONCURRENCY slots are split between the `send` lane (message
+//   senders) and the `default` lane (everything else), so neither can take the other's slots. A
+//   handler still does a bounded slice of work and re-enqueues itself rather than looping.
 // - Enqueue with `jobs.add(task, payload, opts)`, or in the caller's transaction with
 //   `addJobQuery(...)` (pg `client.query(q.text, q.values)`, Prisma
 //   `tx.$executeRawUnsafe(q.text, ...q.values)`): the job exists iff the transaction commits.
@@ -22,6 +25,7 @@ export {
   createJobLayer,
   type JobInfo,
   type JobLayer,
+  type JobLane,
   type JobLayerOptions,
   migrateJobs,
   type QueueStats,

@@ -44,7 +44,12 @@ export interface JobLayer {
   recurring(task: string, seconds: number): void;
   /** LISTEN on a PostgreSQL channel in worker processes; the handler should only enqueue jobs. */
   listen(channel: string, handler: NotificationHandler): void;
-  register(task: string, handler: TaskHandler): void;
+  /**
+   * `lane: "send"` runs the task on the sending lane, which has its own share of the worker's
+   * slots (`sendConcurrency`): message sending, however slow its providers, never takes the slots
+   * of the segment engine, ticks and timers (the `default` lane), nor they its own.
+   */
+  register(task: string, handler: TaskHandler, opts?: { lane?: JobLane }): void;
   /** Migrates graphile-worker's schema (every role); runs jobs and listens only in `all` / `worker`. */
   start(): Promise<void>;
   /** Stops taking jobs and waits for running ones, at most `stopTimeoutMs`, then releases them to be retried. */
@@ -52,10 +57,16 @@ export interface JobLayer {
   queueStats(): Promise<QueueStats>;
 }
 
+/** A share of a worker's job slots: a task runs on one lane. */
+export type JobLane = "default" | "send";
+
 export interface JobLayerOptions {
   connectionString: string;
   role: "all" | "api" | "worker";
-  /** Jobs run at once by this process (default 4). */
+  /**
+   * Jobs run at once by this process (default 8, TIDINGS_WORKER_CONCURRENCY), split between the
+   * lanes: half (at least 1) send messages, the rest run everything else (at least 1).
+   */
   concurrency?: number;
   /**
    * How often each idle worker slot looks for jobs that became due (default 500 ms). Jobs due at
@@ -77,16 +88,20 @@ export async function migrateJobs(connectionString: string, log: JobLog = () => 
 }
 
 export function createJobLayer(opts: JobLayerOptions): JobLayer {
-  const concurrency = opts.concurrency ?? 4;
+  const concurrency = Math.max(2, opts.concurrency ?? 8);
+  const laneConcurrency: Record<JobLane, number> = {
+    send: Math.floor(concurrency / 2),
+    default: concurrency - Math.floor(concurrency / 2),
+  };
   const pollInterval = opts.pollIntervalMs ?? 500;
   const stopTimeoutMs = opts.stopTimeoutMs ?? 10_000;
   const log = opts.log ?? (() => {});
   const runsJobs = opts.role !== "api";
-  // Worker slots borrow a connection only to take and finish a job; add graphile-worker's LISTEN
+  // Worker slots borrow a connection only to take and finish a job; add each lane's LISTEN
   // connection, recurring tasks' guards and one for add()/queueStats().
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
-    max: runsJobs ? concurrency + 3 : 2,
+    max: runsJobs ? concurrency + 4 : 2,
     idleTimeoutMillis: 30_000,
     application_name: "tidings-jobs",
   });
@@ -94,14 +109,14 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
   // A checked-out connection's error also surfaces as the failure of its next query.
   pool.on("connect", (client) => client.on("error", () => {}));
 
-  const handlers = new Map<string, TaskHandler>();
+  const handlers = new Map<string, { handler: TaskHandler; lane: JobLane }>();
   const recurringTasks = new Map<string, number>();
   const channels = new Map<string, NotificationHandler[]>();
   let phase: "new" | "started" | "stopped" = "new";
   let starting: Promise<void> | null = null;
   let stopping: Promise<void> | null = null;
-  let runner: Runner | null = null;
-  let workerPool: WorkerPool | null = null;
+  const runners: Runner[] = [];
+  const workerPools: WorkerPool[] = [];
   let listener: Listener | null = null;
 
   const beforeStart = (what: string) => {
@@ -159,38 +174,45 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
 
   async function doStart() {
     const logger = graphileLogger(log);
-    const ownTasks = runsJobs ? handlers : new Map<string, TaskHandler>();
     for (const task of recurringTasks.keys()) {
       if (!handlers.has(task)) throw new Error(`jobs: recurring task ${task} has no handler; register() it`);
     }
-    if (ownTasks.size === 0) {
+    // One graphile-worker runner per lane, each taking only its lane's tasks with its own slots.
+    const lanes = new Map<JobLane, TaskList>();
+    if (runsJobs) {
+      for (const [task, { handler, lane }] of handlers) {
+        const seconds = recurringTasks.get(task);
+        const list = lanes.get(lane) ?? {};
+        list[task] = seconds === undefined ? plainTask(handler) : recurringTask(task, seconds, handler);
+        lanes.set(lane, list);
+      }
+    }
+    if (lanes.size === 0) {
       // Nothing to run here (the api role, or no task yet): graphile-worker would poll for nothing.
       await runMigrations({ pgPool: pool, logger });
     } else {
-      const taskList: TaskList = {};
-      for (const [task, handler] of ownTasks) {
-        const seconds = recurringTasks.get(task);
-        taskList[task] = seconds === undefined ? plainTask(handler) : recurringTask(task, seconds, handler);
+      for (const [lane, taskList] of lanes) {
+        const events: WorkerEvents = new EventEmitter();
+        events.on("pool:create", ({ workerPool: created }) => {
+          workerPools.push(created);
+        });
+        const runner = await run({
+          pgPool: pool,
+          logger,
+          events,
+          taskList,
+          parsedCronItems: [],
+          concurrency: laneConcurrency[lane],
+          pollInterval,
+          noHandleSignals: true, // shutdown is ours (main.ts)
+          gracefulShutdownAbortTimeout: Math.floor(stopTimeoutMs / 2),
+          // Unbatched (-1), a finished job's completion is not awaited by the shutdown, which can
+          // then end before the job is marked done (seen in the shutdown test); batched, it is.
+          preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+        });
+        runner.promise.catch((err) => log("error", `job runner (${lane}) stopped: ${err instanceof Error ? err.message : String(err)}`));
+        runners.push(runner);
       }
-      const events: WorkerEvents = new EventEmitter();
-      events.on("pool:create", ({ workerPool: created }) => {
-        workerPool = created;
-      });
-      runner = await run({
-        pgPool: pool,
-        logger,
-        events,
-        taskList,
-        parsedCronItems: [],
-        concurrency,
-        pollInterval,
-        noHandleSignals: true, // shutdown is ours (main.ts)
-        gracefulShutdownAbortTimeout: Math.floor(stopTimeoutMs / 2),
-        // Unbatched (-1), a finished job's completion is not awaited by the shutdown, which can
-        // then end before the job is marked done (seen in the shutdown test); batched, it is.
-        preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
-      });
-      runner.promise.catch((err) => log("error", `job runner stopped: ${err instanceof Error ? err.message : String(err)}`));
       for (const task of recurringTasks.keys()) await pool.query(ENSURE_RECURRING, [task, recurringKey(task)]);
     }
     if (runsJobs && channels.size > 0) {
@@ -202,9 +224,9 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
 
   async function doStop() {
     phase = "stopped";
-    const runnerStopped = runner ? stopRunner(runner) : undefined; // at once: no new job from here on
+    const runnersStopped = Promise.all(runners.map(stopRunner)); // at once: no new job from here on
     await listener?.close();
-    await runnerStopped;
+    await runnersStopped;
     // A job abandoned by a forceful shutdown may still hold a connection: do not wait for it.
     await Promise.race([pool.end(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
   }
@@ -224,8 +246,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
     if (await Promise.race([stopped, timedOut])) {
       log("warn", `jobs still running after ${stopTimeoutMs} ms: releasing them to be retried`);
       // The runner's own kill() does nothing once a graceful shutdown has begun.
-      const wp = workerPool as WorkerPool | null;
-      if (wp) await Promise.resolve(wp.forcefulShutdown("Tidings is stopping")).catch(() => {});
+      for (const wp of workerPools) await Promise.resolve(wp.forcefulShutdown("Tidings is stopping")).catch(() => {});
       await stopped;
     }
     clearTimeout(timer);
@@ -246,10 +267,10 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
       beforeStart("listen()");
       channels.set(channel, [...(channels.get(channel) ?? []), handler]);
     },
-    register(task, handler) {
+    register(task, handler, taskOpts) {
       beforeStart("register()");
       if (handlers.has(task)) throw new Error(`jobs: task ${task} is registered twice`);
-      handlers.set(task, handler);
+      handlers.set(task, { handler, lane: taskOpts?.lane ?? "default" });
     },
     start() {
       if (phase !== "new" || starting) return Promise.reject(new Error("jobs: start() may be called once, and not after stop()"));

@@ -1,26 +1,42 @@
-// Sends one chunk of a broadcast's deliveries: pace, claim, render, send through the channel's
-// provider, mark (dispatch.ts holds the SQL and the rules).
-import type { MessageTemplateDefinition } from "@tidings/schema";
+// Sends one chunk of a stream's deliveries (sources.ts): claim, pace, render, send through each
+// channel's provider, mark — renewing the claim's lease while the provider works (dispatch.ts
+// holds the SQL and the rules).
+import type { Channel, MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";
 import type { PrismaClient } from "../db/client.ts";
 import type { Metrics } from "../http/metrics.ts";
+import type { JobLog } from "../jobs/index.ts";
+import type { RenderScope } from "../templates/liquid.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import {
-  claimBroadcastDeliveries,
+  type Claimed,
+  claimDeliveries,
   contactTrait,
   type Marked,
   markDeliveries,
   type RenderContext,
   renderFor,
+  renewLeases,
   scopeFor,
   toOutgoing,
 } from "./dispatch.ts";
 import { type ProviderForSending, providerForSending } from "./providers/service.ts";
 import type { SecretBox } from "./secrets.ts";
-import type { RenderScope } from "../templates/liquid.ts";
+import type { StreamRef, StreamSettings } from "./sources.ts";
 
 /** Providers' own documented limits, enforced across workers (messages per second). */
 const PROVIDER_RATE: Partial<Record<string, number>> = { Expo: 600 };
+
+/** A claim's size is chosen so that sending it takes about this long at the stream's last measured pace. */
+const CHUNK_TARGET_MS = 2000;
+/** Bounds of a claim: the first claim of a stream is FIRST_CHUNK (its pace is not known yet). */
+const MIN_CHUNK = 10;
+const FIRST_CHUNK = 200;
+export const MAX_CHUNK = 1000;
+/** What is read once per few seconds rather than per chunk. */
+const CACHE_MS = 5000;
+
+const CHANNELS: Channel[] = ["Email", "Sms", "MobilePush", "Webhook"];
 
 /** One sender per provider type; each takes its own rendered shape and config (checked where it is built). */
 // biome-ignore lint/suspicious/noExplicitAny: the map holds senders of different message and config types
@@ -36,34 +52,47 @@ export interface DelivererOptions {
   secretKey: string;
   leaseSeconds: number;
   metrics: Metrics;
+  log: JobLog;
 }
 
-interface BroadcastToSend {
-  workspace_id: string;
-  id: string;
-  template: MessageTemplateDefinition;
-  channel: string;
-  subscription_group_id: string | null;
-  rate_limit_per_second: number | null;
-}
-
-interface ChunkContext {
+/** A workspace's provider for a channel, or why it cannot be used. */
+interface ChannelContext {
   provider: ProviderForSending | null;
   providerError: string | null;
-  group: { id: string; type: "OptIn" | "OptOut" } | null;
-  workspace: { id: string; name: string };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** A value read at most once per CACHE_MS per key; a failed read is not kept. */
+class Cache<T> {
+  private entries = new Map<string, { at: number; value: Promise<T> }>();
+  get(key: string, load: () => Promise<T>): Promise<T> {
+    const hit = this.entries.get(key);
+    if (hit && Date.now() - hit.at < CACHE_MS) return hit.value;
+    const value = load();
+    this.entries.set(key, { at: Date.now(), value });
+    value.catch(() => {
+      if (this.entries.get(key)?.value === value) this.entries.delete(key);
+    });
+    if (this.entries.size > 1000) this.entries.delete(this.entries.keys().next().value!);
+    return value;
+  }
+}
 
 export class Deliverer {
+  private channels = new Cache<ChannelContext>();
+  private workspaces = new Cache<{ id: string; name: string }>();
+  /** Milliseconds per message of each stream's last chunk (sizes the next claim). */
+  private pace = new Map<string, number>();
+
   constructor(private o: DelivererOptions) {}
 
   /**
    * Reserves `n` messages of `rate`/s on the shared pacing row `key` and waits for the slot: every
    * worker reserves on the same row, so the rate holds across all of them.
    */
-  private async pace(workspaceId: string, key: string, n: number, rate: number) {
+  private async reserve(workspaceId: string, key: string, n: number, rate: number) {
     const ms = Math.ceil((n * 1000) / rate);
     const { rows } = await this.o.pool.query<{ wait: number }>(
       `INSERT INTO send_pacing (workspace_id, key, paced_until) VALUES ($1, $2, now() + $3 * interval '1 millisecond')
@@ -75,116 +104,188 @@ export class Deliverer {
     if (wait > 0) await sleep(wait);
   }
 
-  /** What every chunk of a broadcast needs, read once per few seconds rather than per chunk. */
-  private contexts = new Map<string, { at: number; value: Promise<ChunkContext> }>();
-
-  private context(b: BroadcastToSend): Promise<ChunkContext> {
-    const cached = this.contexts.get(b.id);
-    if (cached && Date.now() - cached.at < 5000) return cached.value;
-    const value = this.loadContext(b);
-    this.contexts.set(b.id, { at: Date.now(), value });
-    if (this.contexts.size > 1000) this.contexts.delete(this.contexts.keys().next().value!);
-    return value;
-  }
-
-  private async loadContext(b: BroadcastToSend): Promise<ChunkContext> {
-    const workspaceId = b.workspace_id;
-    let provider: ProviderForSending | null = null;
-    let providerError: string | null = null;
-    try {
-      provider = await providerForSending(this.o.prisma, this.o.box, workspaceId, b.template.type);
-    } catch (err) {
-      providerError = `the ${b.template.type} provider cannot be used: ${err instanceof Error ? err.message : String(err)}`;
-    }
-    const [group, workspace] = await Promise.all([
-      b.subscription_group_id
-        ? this.o.prisma.subscriptionGroup.findUnique({ where: { workspaceId_id: { workspaceId, id: b.subscription_group_id } } })
-        : null,
-      this.o.prisma.workspace.findUniqueOrThrow({ where: { id: workspaceId }, select: { id: true, name: true } }),
-    ]);
-    return { provider, providerError, group: group ? { id: group.id, type: group.type } : null, workspace };
-  }
-
-  /** Sends up to `limit` due deliveries of the broadcast; returns how many it claimed (0: none due). */
-  async deliverBroadcastChunk(b: BroadcastToSend, limit: number): Promise<number> {
-    const workspaceId = b.workspace_id;
-    const { provider, providerError, group, workspace } = await this.context(b);
-    const rate = Math.min(b.rate_limit_per_second ?? Infinity, (provider && PROVIDER_RATE[provider.type]) ?? Infinity);
-    const n = Number.isFinite(rate) ? Math.max(1, Math.min(limit, Math.floor(rate / 4) || 1)) : limit;
-    const trait = contactTrait(b.template.type, provider?.type ?? null);
-    const {
-      picked,
-      skipped,
-      toSend: claimed,
-    } = await claimBroadcastDeliveries(this.o.pool, {
-      workspaceId,
-      broadcastId: b.id,
-      limit: n,
-      leaseSeconds: this.o.leaseSeconds,
-      contactTrait: trait,
-      subscriptionGroup: group,
+  private channel(workspaceId: string, channel: Channel): Promise<ChannelContext> {
+    return this.channels.get(`${workspaceId}:${channel}`, async () => {
+      try {
+        return { provider: await providerForSending(this.o.prisma, this.o.box, workspaceId, channel), providerError: null };
+      } catch (err) {
+        const reason = `the ${channel} provider cannot be used: ${message(err)}`;
+        this.o.log("warn", `workspace ${workspaceId}: ${reason}`);
+        return { provider: null, providerError: reason };
+      }
     });
-    if (skipped > 0) this.o.metrics.deliveries.inc({ channel: b.template.type, status: "Skipped" }, skipped);
-    if (claimed.length === 0) return picked;
-    if (b.rate_limit_per_second) await this.pace(workspaceId, `broadcast:${b.id}`, claimed.length, b.rate_limit_per_second);
-    if (provider && PROVIDER_RATE[provider.type])
-      await this.pace(workspaceId, `provider:${provider.id}`, claimed.length, PROVIDER_RATE[provider.type]!);
+  }
 
-    const ctx: RenderContext = {
-      workspace,
-      publicUrl: this.o.publicUrl,
-      secretKey: this.o.secretKey,
-      subscriptionGroupId: b.subscription_group_id,
-    };
+  private workspace(workspaceId: string) {
+    return this.workspaces.get(workspaceId, () =>
+      this.o.prisma.workspace.findUniqueOrThrow({ where: { id: workspaceId }, select: { id: true, name: true } }),
+    );
+  }
+
+  /** Each channel's contact trait; for a stream of one template, only its channel is looked up. */
+  private async contactTraits(workspaceId: string, settings: StreamSettings) {
+    const traits: Partial<Record<Channel, string>> = {};
+    for (const channel of settings.template ? [settings.template.type] : CHANNELS) {
+      const type = channel === "MobilePush" ? ((await this.channel(workspaceId, channel)).provider?.type ?? null) : null;
+      const trait = contactTrait(channel, type);
+      if (trait) traits[channel] = trait;
+    }
+    return traits;
+  }
+
+  /** The definitions of the rows' templates (streams whose deliveries name their own). */
+  private async templates(workspaceId: string, claimed: Claimed[]) {
+    const ids = [...new Set(claimed.map((c) => c.templateId).filter((id): id is string => id !== null))];
+    const out = new Map<string, MessageTemplateDefinition>();
+    if (ids.length === 0) return out;
+    const { rows } = await this.o.pool.query<{ id: string; definition: MessageTemplateDefinition | null }>(
+      "SELECT id, definition FROM message_templates WHERE workspace_id = $1 AND id = ANY($2::uuid[])",
+      [workspaceId, ids],
+    );
+    for (const r of rows) if (r.definition) out.set(r.id, r.definition);
+    return out;
+  }
+
+  private claimSize(stream: StreamRef, settings: StreamSettings) {
+    const ms = this.pace.get(stream.id);
+    let n = ms === undefined ? FIRST_CHUNK : Math.round(CHUNK_TARGET_MS / Math.max(ms, 0.001));
+    // A paced stream claims about a second's worth: its sender waits for its slot, not for a chunk.
+    if (settings.rateLimitPerSecond) n = Math.min(n, settings.rateLimitPerSecond);
+    return Math.max(1, Math.min(MAX_CHUNK, Math.max(n, settings.rateLimitPerSecond ? 1 : MIN_CHUNK)));
+  }
+
+  /**
+   * Claims, sends and marks up to one chunk of the stream's due deliveries; returns how many it
+   * claimed (0: none due). The claim's lease is renewed until every claimed row is marked.
+   */
+  async deliverChunk(workspaceId: string, stream: StreamRef, settings: StreamSettings): Promise<number> {
+    const { picked, skipped, toSend } = await claimDeliveries(this.o.pool, {
+      workspaceId,
+      stream,
+      limit: this.claimSize(stream, settings),
+      leaseSeconds: this.o.leaseSeconds,
+      contactTraits: await this.contactTraits(workspaceId, settings),
+    });
+    for (const channel of skipped) this.o.metrics.deliveries.inc({ channel, status: "Skipped" });
+    if (toSend.length === 0) return picked;
+    const started = performance.now();
+    const ids = toSend.map((c) => c.id);
+    const renewal = setInterval(
+      () =>
+        renewLeases(this.o.pool, workspaceId, ids).catch((err) => this.o.log("warn", `renewing delivery leases failed: ${message(err)}`)),
+      (this.o.leaseSeconds * 1000) / 3,
+    );
+    try {
+      if (settings.rateLimitPerSecond)
+        await this.reserve(workspaceId, `${stream.column}:${stream.id}`, toSend.length, settings.rateLimitPerSecond);
+      const marks = await this.send(workspaceId, toSend, settings);
+      await this.mark(workspaceId, marks);
+    } finally {
+      clearInterval(renewal);
+    }
+    this.pace.set(stream.id, (performance.now() - started) / toSend.length);
+    if (this.pace.size > 1000) this.pace.delete(this.pace.keys().next().value!);
+    return picked;
+  }
+
+  /** Renders and sends the claimed rows, channel by channel; answers every row's outcome. */
+  private async send(workspaceId: string, claimed: Claimed[], settings: StreamSettings): Promise<Marked[]> {
+    const [workspace, templates] = await Promise.all([
+      this.workspace(workspaceId),
+      settings.template ? new Map<string, MessageTemplateDefinition>() : this.templates(workspaceId, claimed),
+    ]);
     const marks: Marked[] = [];
-    const outgoing: { msg: OutgoingMessage; mark: Marked }[] = [];
-    await Promise.all(
-      claimed.map(async (c) => {
+    const byChannel = new Map<Channel, Claimed[]>();
+    for (const c of claimed) byChannel.set(c.channel, [...(byChannel.get(c.channel) ?? []), c]);
+    for (const [channel, rows] of byChannel) {
+      const { provider, providerError } = await this.channel(workspaceId, channel);
+      const trait = contactTrait(channel, provider?.type ?? null);
+      const outgoing: { msg: OutgoingMessage; mark: Marked }[] = [];
+      const channelMarks: Marked[] = [];
+      for (const c of rows) {
         const contact = trait ? String(c.traits[trait]) : null;
+        const template = settings.template ?? (c.templateId ? templates.get(c.templateId) : undefined);
+        const fail = (reason: string) =>
+          channelMarks.push({ id: c.id, attempts: c.attempts, outcome: { status: "failed", reason }, contact });
         if (providerError) {
-          marks.push({ id: c.id, attempts: c.attempts, outcome: { status: "failed", reason: providerError } });
-          return;
+          fail(providerError);
+          continue;
         }
-        const scope = scopeFor(ctx, c.userId, c.traits);
-        const r = await renderFor(b.template, scope, this.o.renderEmail);
+        if (!template) {
+          fail(`template ${c.templateId ?? "(none)"} is missing or has no definition`);
+          continue;
+        }
+        const ctx: RenderContext = {
+          workspace,
+          publicUrl: this.o.publicUrl,
+          secretKey: this.o.secretKey,
+          subscriptionGroupId: c.subscriptionGroupId,
+        };
+        const scope = scopeFor(ctx, c.userId, c.traits, c.context?.event as Record<string, unknown> | undefined);
+        const r = await renderFor(template, scope, this.o.renderEmail);
         if (!r.ok) {
-          marks.push({ id: c.id, attempts: c.attempts, outcome: { status: "failed", reason: r.reason }, contact });
-          return;
+          fail(r.reason);
+          continue;
         }
         // Email within a subscription group carries the one-click unsubscribe link.
-        const unsubscribe = b.template.type === "Email" && b.subscription_group_id ? scope.unsubscribe_url : undefined;
+        const unsubscribe = channel === "Email" && c.subscriptionGroupId ? scope.unsubscribe_url : undefined;
         const mark: Marked = { id: c.id, attempts: c.attempts, outcome: { status: "sent" }, contact, rendered: r.rendered };
-        marks.push(mark);
+        channelMarks.push(mark);
         outgoing.push({ msg: toOutgoing(workspaceId, c, r.rendered, contact, unsubscribe), mark });
-      }),
-    );
-    if (outgoing.length > 0) {
-      // Webhooks are built in (a provider row only adds the signing secret); other channels
-      // without a provider use the embedded default, Log.
-      const type = provider?.type ?? (b.template.type === "Webhook" ? "Webhook" : "Log");
-      const sender = this.o.senders[type];
-      const started = performance.now();
-      let outcomes: SendOutcome[];
-      try {
-        outcomes = await sender.send(
-          outgoing.map((o) => o.msg),
-          provider?.config ?? {},
-        );
-      } catch (err) {
-        outcomes = outgoing.map(() => ({ status: "retry", reason: `sender error: ${err instanceof Error ? err.message : String(err)}` }));
       }
-      this.o.metrics.providerSeconds.observe({ provider: type }, (performance.now() - started) / 1000);
-      outgoing.forEach((o, i) => {
-        o.mark.outcome = outcomes[i] ?? { status: "retry", reason: "no outcome from the sender" };
-      });
+      marks.push(...channelMarks);
+      if (outgoing.length > 0) await this.sendThrough(workspaceId, channel, provider, outgoing);
+      for (const m of channelMarks) {
+        const status = m.outcome.status === "sent" ? "Sent" : m.outcome.status === "failed" ? "Failed" : "Retry";
+        this.o.metrics.deliveries.inc({ channel, status });
+      }
     }
-    await markDeliveries(this.o.pool, workspaceId, marks);
-    for (const m of marks) {
-      this.o.metrics.deliveries.inc({
-        channel: b.template.type,
-        status: m.outcome.status === "sent" ? "Sent" : m.outcome.status === "failed" ? "Failed" : "Retry",
-      });
+    return marks;
+  }
+
+  /** Hands rendered messages to the channel's provider; each message's mark gets its outcome. */
+  private async sendThrough(
+    workspaceId: string,
+    channel: Channel,
+    provider: ProviderForSending | null,
+    outgoing: { msg: OutgoingMessage; mark: Marked }[],
+  ) {
+    if (provider && PROVIDER_RATE[provider.type])
+      await this.reserve(workspaceId, `provider:${provider.id}`, outgoing.length, PROVIDER_RATE[provider.type]!);
+    // Webhooks are built in (a provider row only adds the signing secret); other channels
+    // without a provider use the embedded default, Log.
+    const type = provider?.type ?? (channel === "Webhook" ? "Webhook" : "Log");
+    const started = performance.now();
+    let outcomes: SendOutcome[];
+    try {
+      outcomes = await this.o.senders[type].send(
+        outgoing.map((o) => o.msg),
+        provider?.config ?? {},
+      );
+    } catch (err) {
+      outcomes = outgoing.map(() => ({ status: "retry", reason: `sender error: ${message(err)}` }));
     }
-    return picked;
+    this.o.metrics.providerSeconds.observe({ provider: type }, (performance.now() - started) / 1000);
+    outgoing.forEach((o, i) => {
+      o.mark.outcome = outcomes[i] ?? { status: "retry", reason: "no outcome from the sender" };
+    });
+  }
+
+  /**
+   * Records the outcomes; while the database is unreachable, tries again (the lease keeps being
+   * renewed meanwhile) rather than leaving sent messages to be claimed and sent once more.
+   */
+  private async mark(workspaceId: string, marks: Marked[]) {
+    const deadline = Date.now() + this.o.leaseSeconds * 2000;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await markDeliveries(this.o.pool, workspaceId, marks);
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        this.o.log("warn", `recording ${marks.length} delivery outcomes failed (${message(err)}); trying again`);
+        await sleep(Math.min(2000, 100 * 2 ** attempt));
+      }
+    }
   }
 }

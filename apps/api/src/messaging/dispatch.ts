@@ -4,13 +4,15 @@
 // (unsubscribed, not subscribed, no contact point, user gone), so every skip is a set-based
 // decision recorded with its reason. Claimed rows are rendered and sent, then marked in one
 // statement: Sent, Failed (permanent, with the reason), or back to Queued with a backoff for a
-// transient failure. A worker that dies between the provider's accept and the mark leaves the row
-// Sending; after the lease it is claimed again and sent once more with the same id (the
-// idempotency key providers see): at most one resend.
-import type { MessageTemplateDefinition } from "@tidings/schema";
+// transient failure. While the provider works, the sender renews the claim's lease, so a slow
+// provider never makes a row look abandoned. A worker that dies between the provider's accept and
+// the mark leaves the row Sending and stops renewing it; after the lease it is claimed again and
+// sent once more with the same id (the idempotency key providers see): at most one resend.
+import type { Channel, MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { renderDefinition, type RenderScope } from "../templates/liquid.ts";
 import type { OutgoingMessage, SendOutcome } from "./channels/types.ts";
+import type { StreamRef } from "./sources.ts";
 import { signUnsubscribeToken, unsubscribeUrl } from "./unsubscribe-token.ts";
 
 /** A transient failure is retried this many times in all before it is recorded as Failed. */
@@ -29,48 +31,52 @@ export interface Claimed {
   id: string;
   userId: string;
   attempts: number;
+  channel: Channel;
+  templateId: string | null;
+  subscriptionGroupId: string | null;
+  /** What the source adds to the Liquid scope (a journey run's `event`). */
+  context: Record<string, unknown> | null;
   traits: Record<string, unknown>;
 }
 
 export interface ClaimSpec {
   workspaceId: string;
-  broadcastId: string;
+  stream: StreamRef;
   limit: number;
-  /** Seconds after which a Sending row is considered abandoned (its worker died). */
+  /** Seconds without renewal after which a Sending row is considered abandoned (its sender is gone). */
   leaseSeconds: number;
-  contactTrait: string | null;
-  subscriptionGroup: { id: string; type: "OptIn" | "OptOut" } | null;
+  /** The trait holding each channel's contact point (channels without one are absent). */
+  contactTraits: Partial<Record<Channel, string>>;
 }
 
 /**
- * Claims up to `limit` due deliveries of a running broadcast, recording skips in the same
- * statement; returns how many it took and the rows to send.
+ * Claims up to `limit` due deliveries of a stream, recording skips (user gone, unsubscribed, not
+ * subscribed, no contact point) in the same statement; returns how many it took and the rows to send.
  */
-export async function claimBroadcastDeliveries(
+export async function claimDeliveries(
   db: Pick<pg.Pool, "query">,
   spec: ClaimSpec,
-): Promise<{ picked: number; skipped: number; toSend: Claimed[] }> {
+): Promise<{ picked: number; skipped: Channel[]; toSend: Claimed[] }> {
+  const column = spec.stream.column;
   const skip = `CASE
       WHEN p.profile_id IS NULL THEN 'user no longer exists'
-      WHEN $6::text = 'OptOut' AND s.subscribed = false THEN 'unsubscribed'
-      WHEN $6::text = 'OptIn' AND s.subscribed IS NOT TRUE THEN 'not subscribed'
-      WHEN $5::text IS NOT NULL AND coalesce(p.traits ->> $5::text, '') = '' THEN 'no ' || $5::text || ' trait'
+      WHEN g.type = 'OptOut' AND s.subscribed = false THEN 'unsubscribed'
+      WHEN g.type = 'OptIn' AND s.subscribed IS NOT TRUE THEN 'not subscribed'
+      WHEN $5::jsonb ->> picked.channel::text IS NOT NULL
+        AND coalesce(p.traits ->> ($5::jsonb ->> picked.channel::text), '') = '' THEN 'no ' || ($5::jsonb ->> picked.channel::text) || ' trait'
     END`;
-  const { rows } = await db.query<{ id: string; user_id: string; attempts: number; traits: Record<string, unknown>; skipped: boolean }>(
+  const { rows } = await db.query<ClaimRow>(
     // Two index-ordered scans (due Queued rows; Sending rows whose lease ran out, taken first),
     // so a claim reads only the rows it takes, however many are waiting.
-    `WITH running AS (
-       SELECT 1 FROM broadcasts b WHERE b.workspace_id = $1 AND b.id = $2 AND b.status IN ('Queued', 'Running')),
-     expired AS (
-       SELECT d.workspace_id, d.id, d.user_id FROM deliveries d
-       WHERE d.workspace_id = $1 AND d.broadcast_id = $2 AND d.status = 'Sending'
-         AND d.due_at < now() - $4 * interval '1 second' AND EXISTS (SELECT 1 FROM running)
+    `WITH expired AS (
+       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id FROM deliveries d
+       WHERE d.workspace_id = $1 AND d.${column} = $2 AND d.status = 'Sending'
+         AND d.due_at < now() - $4 * interval '1 second'
        ORDER BY d.due_at LIMIT $3
        FOR UPDATE OF d SKIP LOCKED),
      queued AS (
-       SELECT d.workspace_id, d.id, d.user_id FROM deliveries d
-       WHERE d.workspace_id = $1 AND d.broadcast_id = $2 AND d.status = 'Queued' AND d.due_at <= now()
-         AND EXISTS (SELECT 1 FROM running)
+       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id FROM deliveries d
+       WHERE d.workspace_id = $1 AND d.${column} = $2 AND d.status = 'Queued' AND d.due_at <= now()
        ORDER BY d.due_at LIMIT (SELECT $3 - count(*) FROM expired)
        FOR UPDATE OF d SKIP LOCKED),
      picked AS (SELECT * FROM expired UNION ALL SELECT * FROM queued),
@@ -78,27 +84,73 @@ export async function claimBroadcastDeliveries(
        SELECT picked.id, p.traits, ${skip} AS skip
        FROM picked
        LEFT JOIN profiles p ON p.workspace_id = picked.workspace_id AND p.profile_id = picked.user_id
+       LEFT JOIN subscription_groups g ON g.workspace_id = picked.workspace_id AND g.id = picked.subscription_group_id
        LEFT JOIN subscription_assignments s ON s.workspace_id = picked.workspace_id
-         AND s.subscription_group_id = $7::uuid AND s.profile_id = picked.user_id)
+         AND s.subscription_group_id = picked.subscription_group_id AND s.profile_id = picked.user_id)
      UPDATE deliveries d SET
        status = CASE WHEN decided.skip IS NULL THEN 'Sending' ELSE 'Skipped' END::"DeliveryStatus",
        reason = decided.skip,
        attempts = d.attempts + CASE WHEN decided.skip IS NULL THEN 1 ELSE 0 END,
        due_at = now(), updated_at = now()
      FROM decided WHERE d.workspace_id = $1 AND d.id = decided.id
-     RETURNING d.id, d.user_id, d.attempts, decided.traits, decided.skip IS NOT NULL AS skipped`,
-    [
-      spec.workspaceId,
-      spec.broadcastId,
-      spec.limit,
-      spec.leaseSeconds,
-      spec.contactTrait,
-      spec.subscriptionGroup?.type ?? null,
-      spec.subscriptionGroup?.id ?? null,
-    ],
+     RETURNING d.id, d.user_id, d.attempts, d.channel, d.template_id, d.subscription_group_id, d.context, decided.traits,
+       decided.skip IS NOT NULL AS skipped`,
+    [spec.workspaceId, spec.stream.id, spec.limit, spec.leaseSeconds, JSON.stringify(spec.contactTraits)],
   );
-  const toSend = rows.filter((r) => !r.skipped).map((r) => ({ id: r.id, userId: r.user_id, attempts: r.attempts, traits: r.traits ?? {} }));
-  return { picked: rows.length, skipped: rows.length - toSend.length, toSend };
+  const toSend = rows
+    .filter((r) => !r.skipped)
+    .map((r) => ({
+      id: r.id,
+      userId: r.user_id,
+      attempts: r.attempts,
+      channel: r.channel,
+      templateId: r.template_id,
+      subscriptionGroupId: r.subscription_group_id,
+      context: r.context,
+      traits: r.traits ?? {},
+    }));
+  return { picked: rows.length, skipped: rows.filter((r) => r.skipped).map((r) => r.channel), toSend };
+}
+
+/** The columns a claim returns (RETURNING above). */
+interface ClaimRow {
+  id: string;
+  user_id: string;
+  attempts: number;
+  channel: Channel;
+  template_id: string | null;
+  subscription_group_id: string | null;
+  context: Record<string, unknown> | null;
+  traits: Record<string, unknown> | null;
+  skipped: boolean;
+}
+
+/**
+ * Extends the lease of deliveries still being sent: their sender is alive, however slow the
+ * provider. Rows already marked are left alone.
+ */
+export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: string, ids: string[]) {
+  if (ids.length === 0) return;
+  await db.query("UPDATE deliveries SET due_at = now() WHERE workspace_id = $1 AND id = ANY($2::uuid[]) AND status = 'Sending'", [
+    workspaceId,
+    ids,
+  ]);
+}
+
+/**
+ * The next instant a stream has something to send: its earliest Queued row, or a Sending row's
+ * lease end (null: nothing pending). Two index-backed minimums.
+ */
+export async function nextDue(db: Pick<pg.Pool, "query">, workspaceId: string, stream: StreamRef, leaseSeconds: number) {
+  const column = stream.column;
+  const { rows } = await db.query<{ next: Date | null }>(
+    `SELECT least(
+       (SELECT min(due_at) FROM deliveries WHERE workspace_id = $1 AND ${column} = $2 AND status = 'Queued'),
+       (SELECT min(due_at) FROM deliveries WHERE workspace_id = $1 AND ${column} = $2 AND status = 'Sending') + $3 * interval '1 second'
+     ) AS next`,
+    [workspaceId, stream.id, leaseSeconds],
+  );
+  return rows[0]?.next ?? null;
 }
 
 export interface Marked {
@@ -142,11 +194,17 @@ export interface RenderContext {
   subscriptionGroupId: string | null;
 }
 
-/** The Liquid scope of one recipient. */
-export function scopeFor(ctx: RenderContext, userId: string, traits: Record<string, unknown>): RenderScope {
+/** The Liquid scope of one recipient (with the event that triggered the message, if one did). */
+export function scopeFor(
+  ctx: RenderContext,
+  userId: string,
+  traits: Record<string, unknown>,
+  event?: Record<string, unknown>,
+): RenderScope {
   let url: string | undefined;
   return {
     user: { ...traits, id: userId },
+    ...(event ? { event } : {}),
     workspace: ctx.workspace,
     // Signed only when a template or the Email headers use it (most messages never do).
     get unsubscribe_url() {

@@ -1,0 +1,161 @@
+// Senders on the job layer's sending lane. A stream (sources.ts) is sent by at most `SENDERS`
+// sender jobs at once across every process (one when it is paced): each holds its slot's session
+// advisory lock, so liveness is PostgreSQL's own (a dead process's locks are gone at once), never
+// a progress stamp. A sender sends chunks for a bounded slice, then yields: it frees its slot and
+// enqueues its successor. A tick every second gives a sender to each active stream that has work
+// due and no live sender (a worker died, a start was lost), and reports drained streams.
+import type pg from "pg";
+import type { JobLayer, JobLog, SqlQuery } from "../jobs/index.ts";
+import { addJobQuery } from "../jobs/index.ts";
+import type { Deliverer } from "./deliver.ts";
+import { nextDue } from "./dispatch.ts";
+import type { DeliverySource, StreamRef } from "./sources.ts";
+
+const SEND_TASK = "deliveries.send";
+const TICK_TASK = "deliveries.tick";
+/** Parallel senders of an unpaced stream. */
+const SENDERS = 4;
+/** How long a sender claims chunks before it yields its job slot (a chunk under way finishes). */
+const SLICE_MS = 5000;
+/** Two-key advisory lock space of the senders' slots (the second key is hashtext(kind:id:slot)). */
+const SLOT_LOCK_SPACE = 0x7464736e; // "tdsn"
+
+interface SendPayload {
+  kind: string;
+  workspaceId: string;
+  id: string;
+  slot: number;
+}
+
+export interface SendJobsOptions {
+  pool: pg.Pool;
+  jobs: JobLayer;
+  deliverer: Deliverer;
+  leaseSeconds: number;
+  log: JobLog;
+}
+
+const slotKey = (p: Omit<SendPayload, "workspaceId">) => `${p.kind}:${p.id}:${p.slot}`;
+const jobKey = (p: Omit<SendPayload, "workspaceId">) => `send:${slotKey(p)}`;
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+export class SendJobs {
+  private sources = new Map<string, DeliverySource>();
+
+  constructor(private o: SendJobsOptions) {}
+
+  /** Adds a kind of source; call before `register()`. */
+  addSource(source: DeliverySource) {
+    if (this.sources.has(source.kind)) throw new Error(`delivery source ${source.kind} is added twice`);
+    this.sources.set(source.kind, source);
+  }
+
+  register() {
+    this.o.jobs.register(SEND_TASK, (p: SendPayload) => this.send(p), { lane: "send" });
+    this.o.jobs.register(TICK_TASK, () => this.tick());
+    this.o.jobs.recurring(TICK_TASK, 1);
+  }
+
+  /**
+   * The statements that start a stream's senders, to run in the transaction that queues its
+   * deliveries (the senders exist iff the deliveries do). `paced`: one sender.
+   */
+  wakeQueries(kind: string, workspaceId: string, id: string, paced: boolean): SqlQuery[] {
+    return Array.from({ length: paced ? 1 : SENDERS }, (_, slot) =>
+      addJobQuery(SEND_TASK, { kind, workspaceId, id, slot } satisfies SendPayload, { key: jobKey({ kind, id, slot }) }),
+    );
+  }
+
+  /** Starts a stream's senders now (a slot whose sender is running keeps it; see `send`). */
+  async wake(kind: string, workspaceId: string, id: string, paced: boolean) {
+    for (const q of this.wakeQueries(kind, workspaceId, id, paced)) await this.o.pool.query(q.text, q.values);
+  }
+
+  private source(kind: string) {
+    const source = this.sources.get(kind);
+    if (!source) throw new Error(`unknown delivery source ${kind}`);
+    return source;
+  }
+
+  /** One sender's slice: take the slot (or leave: a live sender has it), send, yield or report. */
+  async send(p: SendPayload) {
+    const source = this.source(p.kind);
+    const stream: StreamRef = { column: source.column, id: p.id };
+    const client = await this.o.pool.connect();
+    let lost: Error | undefined;
+    // The lock's connection may fail while the slice runs (a database restart): stop claiming.
+    const onError = (err: Error) => {
+      lost = err;
+    };
+    client.on("error", onError);
+    let next: "more" | "idle" | "stopped" = "stopped";
+    try {
+      const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok", [
+        SLOT_LOCK_SPACE,
+        slotKey(p),
+      ]);
+      if (!rows[0]?.ok) return;
+      try {
+        next = await this.slice(source, p.workspaceId, stream, () => lost !== undefined);
+      } finally {
+        await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [SLOT_LOCK_SPACE, slotKey(p)]).catch((err: Error) => {
+          lost ??= err; // dropping the connection frees the lock
+        });
+      }
+    } finally {
+      client.off("error", onError);
+      client.release(lost);
+    }
+    // After the slot is free, so the successor can take it.
+    if (next === "more") await this.o.jobs.add(SEND_TASK, p, { key: jobKey(p) });
+    else if (next === "idle") await this.idle(source, p.workspaceId, stream, p);
+  }
+
+  private async slice(source: DeliverySource, workspaceId: string, stream: StreamRef, lostLock: () => boolean) {
+    const until = Date.now() + SLICE_MS;
+    while (!lostLock()) {
+      const settings = await source.settings(workspaceId, stream.id);
+      if (!settings) return "stopped";
+      if ((await this.o.deliverer.deliverChunk(workspaceId, stream, settings)) === 0) return "idle";
+      if (Date.now() >= until) return "more";
+    }
+    return "stopped";
+  }
+
+  /** Nothing due now: the stream is drained, or a sender is scheduled for its next retry. */
+  private async idle(source: DeliverySource, workspaceId: string, stream: StreamRef, p: SendPayload) {
+    const next = await nextDue(this.o.pool, workspaceId, stream, this.o.leaseSeconds);
+    if (!next) await source.drained?.(workspaceId, stream.id);
+    else if (next.getTime() > Date.now())
+      await this.o.jobs.add(SEND_TASK, { ...p, slot: 0 }, { key: jobKey({ ...p, slot: 0 }), runAt: next, keyMode: "preserve_run_at" });
+  }
+
+  /** Gives a sender to every active stream with work due and no live sender; reports drained ones. */
+  async tick() {
+    for (const source of this.sources.values()) {
+      const streams = await source.activeStreams();
+      if (streams.length === 0) continue;
+      const { rows: idle } = await this.o.pool.query<{ workspace_id: string; id: string }>(
+        `SELECT a.workspace_id, a.id FROM unnest($1::uuid[], $2::uuid[]) AS a(workspace_id, id)
+         WHERE NOT EXISTS (
+           SELECT 1 FROM pg_locks l, generate_series(0, $5::int - 1) AS slot
+           WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.classid = $3::int8::oid
+             AND l.objid = (hashtext($4 || ':' || a.id || ':' || slot)::int8 & 4294967295)::oid)`,
+        [streams.map((s) => s.workspaceId), streams.map((s) => s.id), SLOT_LOCK_SPACE, source.kind, SENDERS],
+      );
+      for (const r of idle) {
+        try {
+          const stream: StreamRef = { column: source.column, id: r.id };
+          const next = await nextDue(this.o.pool, r.workspace_id, stream, this.o.leaseSeconds);
+          if (!next) await source.drained?.(r.workspace_id, r.id);
+          else if (next.getTime() <= Date.now()) {
+            const settings = await source.settings(r.workspace_id, r.id);
+            if (settings) await this.wake(source.kind, r.workspace_id, r.id, settings.rateLimitPerSecond !== null);
+          }
+        } catch (err) {
+          this.o.log("error", `tick of ${source.kind} ${r.id} failed: ${message(err)}`);
+        }
+      }
+    }
+  }
+}
