@@ -62,7 +62,7 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     log: (msg, err) => log("error", `${msg}: ${err instanceof Error ? err.message : String(err)}`),
   });
   segments.register();
-  const senders = createSenders({ webhookAllowedHosts: config.webhookAllowedHosts });
+  const senders = createSenders({ webhookAllowedHosts: config.webhookAllowedHosts, log });
   const deliverer = new Deliverer({
     pool: db.pool,
     prisma: db.prisma,

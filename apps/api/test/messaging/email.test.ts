@@ -25,8 +25,11 @@ interface TestSmtp {
 
 const smtpError = (code: number, text: string) => Object.assign(new Error(text), { responseCode: code });
 
-async function startSmtp(hooks: Partial<Pick<SMTPServerOptions, "onRcptTo">> & { dataDelayMs?: number } = {}): Promise<TestSmtp> {
+async function startSmtp(
+  hooks: Partial<Pick<SMTPServerOptions, "onRcptTo">> & { dataDelayMs?: number; dropInData?: boolean } = {},
+): Promise<TestSmtp> {
   const arrived: Arrived[] = [];
+  const sockets = new Set<net.Socket>();
   const stats = { connections: 0, open: 0, inData: 0, maxInData: 0 };
   const server = new SMTPServer({
     disabledCommands: ["STARTTLS"],
@@ -52,6 +55,8 @@ async function startSmtp(hooks: Partial<Pick<SMTPServerOptions, "onRcptTo">> & {
       const chunks: Buffer[] = [];
       stream.on("data", (c: Buffer) => chunks.push(c));
       stream.on("end", () => {
+        // The connection lost with the message in hand, no reply given.
+        if (hooks.dropInData) for (const socket of sockets) socket.destroy();
         setTimeout(() => {
           stats.inData--;
           simpleParser(Buffer.concat(chunks)).then(
@@ -68,6 +73,10 @@ async function startSmtp(hooks: Partial<Pick<SMTPServerOptions, "onRcptTo">> & {
         }, hooks.dataDelayMs ?? 0);
       });
     },
+  });
+  server.server.on("connection", (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.server.address() as net.AddressInfo).port;
@@ -250,6 +259,41 @@ describe("EmailSender over SMTP", () => {
     const out = await sender({ greetingTimeoutMs: 500 }).send([message("d-silent")], config((silent.address() as net.AddressInfo).port));
     expect(out[0]).toMatchObject({ status: "retry", reason: expect.stringMatching(/ETIMEDOUT|greeting/i) });
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  describe("transport trouble reaches the log and the reason", () => {
+    const logged = () => {
+      const lines: [string, string][] = [];
+      return { lines, log: (level: "warn" | "error", line: string) => void lines.push([level, line]) };
+    };
+
+    it("a server dropping every connection before its greeting: retried, the connection error in the reason, logged once", async () => {
+      const dropping = net.createServer((socket) => socket.destroy());
+      await new Promise<void>((resolve) => dropping.listen(0, "127.0.0.1", resolve));
+      cleanups.push(() => new Promise((resolve) => dropping.close(() => resolve())));
+      const port = (dropping.address() as net.AddressInfo).port;
+      const { lines, log } = logged();
+      // The pool tries the message on new connections (with backoff) before it gives up.
+      const out = await sender({ log }).send([message("d-dropped")], config(port));
+      expect(out[0]).toMatchObject({ status: "retry", reason: expect.stringContaining("Connection closed unexpectedly") });
+      expect(lines).toEqual([["warn", `email: SMTP 127.0.0.1:${port}: Connection closed unexpectedly`]]);
+    });
+
+    it("a server dropping the connection in the middle of a message: retried, and logged", async () => {
+      const server = await smtp({ dropInData: true });
+      const { lines, log } = logged();
+      const out = await sender({ log }).send([message("d-mid")], config(server.port));
+      expect(out[0]).toMatchObject({ status: "retry", reason: expect.stringMatching(/^ECONNECTION: .*Connection closed unexpectedly/) });
+      expect(lines).toContainEqual(["warn", `email: SMTP 127.0.0.1:${server.port}: Connection closed unexpectedly`]);
+    });
+
+    it("a refused recipient is the message's failure, not the provider's trouble: nothing logged", async () => {
+      const server = await smtp({ onRcptTo: (_a, _s, callback) => callback(smtpError(550, "5.1.1 no such user")) });
+      const { lines, log } = logged();
+      const out = await sender({ log }).send([message("d-nouser")], config(server.port));
+      expect(out[0]).toMatchObject({ status: "failed", reason: expect.stringMatching(/^550 /) });
+      expect(lines).toEqual([]);
+    });
   });
 
   describe("header injection", () => {

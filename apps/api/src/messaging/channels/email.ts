@@ -1,10 +1,12 @@
 // The Email channel over SMTP (nodemailer): one pooled transport per provider config, one
 // multipart/alternative message per delivery, the SMTP answer mapped to sent / failed / retry.
+// A pool's connection errors reach the log, and the reason of a send the pool gave up on.
 import { createHash } from "node:crypto";
+import { format } from "node:util";
 import type { SmtpConfig } from "@tidings/schema";
 import pMap from "p-map";
 import nodemailer, { type NodemailerError, type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from "nodemailer";
-import type { ChannelSender, EmailRendered, OutgoingMessage, PermanentFailure, SendOutcome, TransientFailure } from "./types.ts";
+import type { ChannelSender, EmailRendered, OutgoingMessage, PermanentFailure, SenderLog, SendOutcome, TransientFailure } from "./types.ts";
 
 export type SmtpSenderConfig = SmtpConfig & { password?: string };
 
@@ -23,8 +25,11 @@ export interface EmailSenderOptions {
   messageIdDomain?: string;
   /** Pooled transports kept (one per distinct provider config); the least recently used is closed beyond it. Default 50. */
   maxTransports?: number;
-  /** Called with errors a pooled transport reports outside any send (an idle connection dropping). */
-  onTransportError?: (err: Error) => void;
+  /**
+   * Where a pool's connection and transport errors go (nodemailer keeps them to its own logger
+   * otherwise); a message repeated within a minute is logged once per provider config.
+   */
+  log?: SenderLog;
 }
 
 /** Headers the sender sets itself: a template's `headers` may not set them. */
@@ -54,9 +59,35 @@ const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 const ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+$/;
 const DELIVERY_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 const MAX_REASON = 1_000;
+const LOG_REPEAT_MS = 60_000;
 
 class Refused extends Error {}
 type Pool = Transporter<SMTPPoolSentMessageInfo>;
+
+/** What a pool reported: its last connection or transport error, and the last one logged. */
+interface PoolTrouble {
+  last: { message: string; at: number } | null;
+  /** A message repeated sooner than LOG_REPEAT_MS after it was logged is not logged again. */
+  logged: { message: string; at: number } | null;
+}
+/** One provider config's pooled transport. */
+interface PoolEntry {
+  transport: Pool;
+  trouble: PoolTrouble;
+}
+
+/** nodemailer's logger (bunyan style) for one pool: its pool and connection warnings and errors go to `report`. */
+function poolLogger(report: (level: "warn" | "error", message: string) => void) {
+  const quiet = () => {};
+  const at =
+    (level: "warn" | "error") =>
+    (data: { component?: string; err?: unknown } | undefined, ...args: unknown[]) => {
+      // The mailer's own entries echo each failed send, which its outcome reports already.
+      if (data?.component === "mail") return;
+      report(level, data?.err instanceof Error ? data.err.message : format(...args));
+    };
+  return { trace: quiet, debug: quiet, info: quiet, warn: at("warn"), error: at("error"), fatal: at("error") };
+}
 
 const failed = (reason: string): PermanentFailure => ({ status: "failed", reason: reason.slice(0, MAX_REASON) });
 const retry = (reason: string): TransientFailure => ({ status: "retry", reason: reason.slice(0, MAX_REASON) });
@@ -144,10 +175,20 @@ function transportKey(config: SmtpSenderConfig): string {
     .digest("hex");
 }
 
+/**
+ * A failure the pool reported vaguely ("Reached maximum number of retries after connection was
+ * closed", a timeout) gets the connection error the pool saw meanwhile; an SMTP reply says enough.
+ */
+function withTrouble(outcome: PermanentFailure | TransientFailure, err: NodemailerError, trouble: PoolTrouble, since: number) {
+  const last = trouble.last;
+  if (typeof err.responseCode === "number" || !last || last.at < since || outcome.reason.includes(last.message)) return outcome;
+  return { ...outcome, reason: `${outcome.reason} (last transport error: ${last.message})`.slice(0, MAX_REASON) };
+}
+
 export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfig> {
-  readonly #options: Required<Omit<EmailSenderOptions, "onTransportError">> & Pick<EmailSenderOptions, "onTransportError">;
+  readonly #options: Required<Omit<EmailSenderOptions, "log">> & Pick<EmailSenderOptions, "log">;
   /** Insertion order is recency: a used transport is moved to the end. */
-  readonly #transports = new Map<string, Pool>();
+  readonly #transports = new Map<string, PoolEntry>();
 
   constructor(options: EmailSenderOptions = {}) {
     this.#options = {
@@ -163,14 +204,25 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
     this.#options.concurrency = Math.max(1, this.#options.concurrency);
   }
 
-  #transport(config: SmtpSenderConfig): Pool {
+  /** Remembers a pool's trouble and logs it, unless the same message was logged within a minute. */
+  #trouble(trouble: PoolTrouble, config: SmtpSenderConfig, level: "warn" | "error", message: string) {
+    const now = Date.now();
+    trouble.last = { message, at: now };
+    if (trouble.logged && trouble.logged.message === message && now - trouble.logged.at < LOG_REPEAT_MS) return;
+    trouble.logged = { message, at: now };
+    this.#options.log?.(level, `email: SMTP ${config.host}:${config.port}: ${message}`);
+  }
+
+  #transport(config: SmtpSenderConfig): PoolEntry {
     const key = transportKey(config);
-    let transport = this.#transports.get(key);
-    if (transport) {
+    let entry = this.#transports.get(key);
+    if (entry) {
       this.#transports.delete(key);
     } else {
       const o = this.#options;
-      transport = nodemailer.createTransport({
+      const trouble: PoolTrouble = { last: null, logged: null };
+      const report = (level: "warn" | "error", message: string) => this.#trouble(trouble, config, level, message);
+      const transport: Pool = nodemailer.createTransport({
         pool: true,
         host: config.host,
         port: config.port,
@@ -183,17 +235,19 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
         greetingTimeout: o.greetingTimeoutMs,
         socketTimeout: o.socketTimeoutMs,
         dnsTimeout: o.connectionTimeoutMs,
+        logger: poolLogger(report),
       });
       // A pooled transport may report an error outside any send; unhandled it would crash the process.
-      transport.on("error", (err: Error) => o.onTransportError?.(err));
+      transport.on("error", (err: Error) => report("error", err.message));
+      entry = { transport, trouble };
       while (this.#transports.size >= o.maxTransports) {
-        const [oldest, old] = this.#transports.entries().next().value as [string, Pool];
+        const [oldest, old] = this.#transports.entries().next().value as [string, PoolEntry];
         this.#transports.delete(oldest);
-        old.close();
+        old.transport.close();
       }
     }
-    this.#transports.set(key, transport);
-    return transport;
+    this.#transports.set(key, entry);
+    return entry;
   }
 
   async #sendOne(message: OutgoingMessage<EmailRendered>, config: SmtpSenderConfig): Promise<SendOutcome> {
@@ -204,8 +258,11 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
       if (err instanceof Refused) return failed(err.message);
       throw err;
     }
+    const started = Date.now();
+    let pool: PoolEntry | undefined;
     try {
-      const info = await this.#transport(config).sendMail({ ...mail, signal: AbortSignal.timeout(this.#options.sendTimeoutMs) });
+      pool = this.#transport(config);
+      const info = await pool.transport.sendMail({ ...mail, signal: AbortSignal.timeout(this.#options.sendTimeoutMs) });
       // Some recipients may be refused while others (Cc, Bcc) were accepted: the delivery is to `to`.
       const to = message.to.trim().toLowerCase();
       if (info.rejected.some((address) => address.toLowerCase() === to)) {
@@ -214,8 +271,9 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
       }
       return { status: "sent", providerMessageId: info.messageId };
     } catch (err) {
-      if (err instanceof Error) return outcomeOfError(err as NodemailerError);
-      throw err;
+      if (!(err instanceof Error)) throw err;
+      const outcome = outcomeOfError(err as NodemailerError);
+      return pool ? withTrouble(outcome, err as NodemailerError, pool.trouble, started) : outcome;
     }
   }
 
@@ -224,8 +282,8 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
   }
 
   async close(): Promise<void> {
-    const transports = [...this.#transports.values()];
+    const entries = [...this.#transports.values()];
     this.#transports.clear();
-    for (const transport of transports) transport.close();
+    for (const entry of entries) entry.transport.close();
   }
 }

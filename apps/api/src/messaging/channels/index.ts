@@ -5,11 +5,12 @@ import { ExpoSender } from "./expo.ts";
 import { FcmSender } from "./fcm.ts";
 import { LogSender } from "./log.ts";
 import { TwilioSender } from "./twilio.ts";
+import type { SenderLog } from "./types.ts";
 import { WebhookSender } from "./webhook.ts";
 
-export function createSenders(options: { webhookAllowedHosts: string[] }): Senders & { close(): Promise<void> } {
+export function createSenders(options: { webhookAllowedHosts: string[]; log?: SenderLog }): Senders & { close(): Promise<void> } {
   const senders: Senders = {
-    Smtp: new EmailSender(),
+    Smtp: new EmailSender({ log: options.log }),
     Twilio: new TwilioSender(),
     Fcm: new FcmSender(),
     Expo: new ExpoSender(),

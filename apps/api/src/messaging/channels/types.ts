@@ -62,6 +62,9 @@ export interface TransientFailure {
 }
 export type SendOutcome = Sent | PermanentFailure | TransientFailure;
 
+/** Where a sender reports provider trouble no single outcome carries (a pool's connection errors). */
+export type SenderLog = (level: "warn" | "error", message: string) => void;
+
 /**
  * A channel provider's sender. `send` takes a batch (Expo sends up to 100 per request; the others
  * may send one by one, with bounded concurrency) and answers one outcome per message, in order.
