@@ -20,7 +20,7 @@ import {
   scopeFor,
   toOutgoing,
 } from "./dispatch.ts";
-import { type ProviderForSending, providerForSending } from "./providers/service.ts";
+import { type ProviderForSending, ProviderUnusableError, providerForSending } from "./providers/service.ts";
 import type { SecretBox } from "./secrets.ts";
 import type { StreamRef, StreamSettings } from "./sources.ts";
 
@@ -31,7 +31,7 @@ const PROVIDER_RATE: Partial<Record<string, number>> = { Expo: 600 };
 const CHUNK_TARGET_MS = 2000;
 /** Bounds of a claim: the first claim of a stream is FIRST_CHUNK (its pace is not known yet). */
 const MIN_CHUNK = 10;
-const FIRST_CHUNK = 200;
+const FIRST_CHUNK = 100;
 export const MAX_CHUNK = 1000;
 /** What is read once per few seconds rather than per chunk. */
 const CACHE_MS = 5000;
@@ -109,9 +109,11 @@ export class Deliverer {
       try {
         return { provider: await providerForSending(this.o.prisma, this.o.box, workspaceId, channel), providerError: null };
       } catch (err) {
-        const reason = `the ${channel} provider cannot be used: ${message(err)}`;
-        this.o.log("warn", `workspace ${workspaceId}: ${reason}`);
-        return { provider: null, providerError: reason };
+        // A provider that cannot be used fails its deliveries with the reason; anything else
+        // (the database) fails the chunk, to be tried again, and is not cached.
+        if (!(err instanceof ProviderUnusableError)) throw err;
+        this.o.log("warn", `workspace ${workspaceId}: ${err.message}`);
+        return { provider: null, providerError: err.message };
       }
     });
   }

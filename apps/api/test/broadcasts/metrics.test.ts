@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";
 import { identify, segmentWorld } from "../segments/support.ts";
-import { broadcastEnd, waitFor } from "./support.ts";
+import { broadcastEnd, getBroadcast, waitFor } from "./support.ts";
 
 let t: TestApp;
 let receiver: Server;
@@ -91,7 +91,14 @@ describe("broadcast metrics", () => {
       const heldAt = performance.now();
       const running = await scrape();
       expect(value(running, "tidings_broadcasts_in_progress")).toBe(1);
-      expect((await w.admin("GET", `/api/admin/broadcasts/${res.broadcastId}`)).status).toBe("Running");
+      // The first messages go out while the rest of the audience is written (Queued until then):
+      // the broadcast becomes Running while the receiver still holds them.
+      const started = await waitFor(
+        () => getBroadcast(w, res.broadcastId),
+        (x) => x.status !== "Queued",
+      );
+      expect(started.status).toBe("Running");
+      expect(value(await scrape(), "tidings_broadcasts_in_progress")).toBe(1);
       await new Promise((r) => setTimeout(r, 300));
       heldFor = (performance.now() - heldAt) / 1000;
       gate = null;
