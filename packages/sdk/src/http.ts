@@ -1,5 +1,6 @@
 // The HTTP layer both clients share: undici with keep-alive on Node, the global (or a given)
-// `fetch` elsewhere; gzip; and the retry timing (full-jitter backoff, Retry-After).
+// `fetch` elsewhere; gzip; and the one retry loop (full-jitter backoff, Retry-After).
+import { networkError } from "./errors.js";
 
 /** What the clients need from a `fetch`: pass your runtime's (or a wrapped) `fetch` as the `fetch` option. */
 export type FetchLike = (
@@ -143,6 +144,46 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     signal.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+export interface RetryPolicy {
+  /** Attempts after the first. */
+  maxRetries: number;
+  /** Backoff base: retry n waits a random time in [0, min(retryMaxDelayMs, retryBaseDelayMs · 2ⁿ)). */
+  retryBaseDelayMs: number;
+  retryMaxDelayMs: number;
+  /** Whether an answer with this status may succeed when sent again. */
+  retryable(status: number): boolean;
+}
+
+/**
+ * Sends a request until it gets an answer not worth retrying or the retries are spent, and
+ * resolves with the last answer (whatever its status). Rejects with a `NETWORK` TidingsApiError
+ * when the last attempt got no answer. Between attempts it waits the answer's Retry-After, else
+ * the backoff. `build` makes each attempt's request (a body may change, e.g. `sentAt`).
+ */
+export async function sendWithRetry(
+  transport: Transport,
+  build: () => HttpRequest | Promise<HttpRequest>,
+  policy: RetryPolicy,
+): Promise<HttpResponse> {
+  for (let attempt = 0; ; attempt++) {
+    const req = await build();
+    let res: HttpResponse | undefined;
+    let failure: unknown;
+    try {
+      res = await transport.send(req);
+    } catch (err) {
+      failure = err;
+    }
+    if (res && !policy.retryable(res.status)) return res;
+    if (attempt >= policy.maxRetries) {
+      if (res) return res;
+      throw networkError(failure);
+    }
+    const backoff = backoffMs(attempt, policy.retryBaseDelayMs, policy.retryMaxDelayMs);
+    await sleep((res && retryAfterMs(res.header("retry-after"))) ?? backoff);
+  }
 }
 
 /** `Basic base64(key:)` without Buffer (edge runtimes have only btoa). */

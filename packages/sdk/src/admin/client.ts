@@ -2,8 +2,8 @@
 // (every operation taking an admin API key or the root key), so no route lacks its method, and
 // each response is parsed with the operation's success schema.
 import { type BroadcastResource, type ContractResponse, contracts, type ErrorIssue } from "@tidings/schema";
-import { networkError, TidingsApiError } from "../errors.js";
-import { backoffMs, type FetchLike, type HttpResponse, lazyTransport, parseJson, retryAfterMs, sleep } from "../http.js";
+import { TidingsApiError } from "../errors.js";
+import { type FetchLike, type HttpResponse, lazyTransport, parseJson, sendWithRetry, sleep } from "../http.js";
 import { Paginated } from "./paginate.js";
 import type { AdminApi, AdminContract, AdminContractOf, AdminOperationId, WaitOptions } from "./types.js";
 
@@ -165,22 +165,14 @@ class TidingsAdminClient {
     // POST is not retried: it may have had its effect before the answer was lost.
     const idempotent = c.method !== "POST";
     const transport = await this.transport.ready();
-    for (let attempt = 0; ; attempt++) {
-      let res: HttpResponse;
-      try {
-        res = await transport.send(req);
-      } catch (err) {
-        if (!idempotent || attempt >= this.o.maxRetries) throw networkError(err);
-        await sleep(backoffMs(attempt, this.o.retryBaseDelayMs, this.o.retryMaxDelayMs));
-        continue;
-      }
-      if (res.status >= 200 && res.status < 300) return this.parse(c, res);
-      if (idempotent && (res.status === 429 || res.status === 503) && attempt < this.o.maxRetries) {
-        await sleep(retryAfterMs(res.header("retry-after")) ?? backoffMs(attempt, this.o.retryBaseDelayMs, this.o.retryMaxDelayMs));
-        continue;
-      }
-      throw TidingsApiError.fromResponse(res.status, parseJson(res.body), res.header("x-request-id"));
-    }
+    const res = await sendWithRetry(transport, () => req, {
+      maxRetries: idempotent ? this.o.maxRetries : 0,
+      retryBaseDelayMs: this.o.retryBaseDelayMs,
+      retryMaxDelayMs: this.o.retryMaxDelayMs,
+      retryable: (status) => status === 429 || status === 503,
+    });
+    if (res.status >= 200 && res.status < 300) return this.parse(c, res);
+    throw TidingsApiError.fromResponse(res.status, parseJson(res.body), res.header("x-request-id"));
   }
 
   private parse(c: AdminContract, res: HttpResponse): unknown {
