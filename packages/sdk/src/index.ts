@@ -1,4 +1,4 @@
-// @tidings/sdk — typed clients for Tidings: `Tidings` sends events (batched, retried), and
+// @tidings/sdk — typed clients for Tidings: `Tidings` sends events (queued or `sendBatch`, retried), and
 // `TidingsAdmin` calls the admin API with one method per operation of the route contracts.
 export { ADMIN_DEFAULTS, type AdminRequestInput, TidingsAdmin, type TidingsAdminOptions } from "./admin/client.js";
 export { Paginated } from "./admin/paginate.js";
@@ -23,6 +23,8 @@ export type { FetchLike } from "./http.js";
 export { Tidings } from "./ingest/client.js";
 export {
   type AliasEvent,
+  type BatchEventError,
+  type BatchResult,
   type GroupEvent,
   type IdentifyEvent,
   type IngestErrorHandler,
@@ -30,6 +32,7 @@ export {
   type PageEvent,
   type ScreenEvent,
   type TidingsEvent,
+  type TidingsEventInput,
   type TidingsOptions,
   type TidingsStats,
   type TrackEvent,

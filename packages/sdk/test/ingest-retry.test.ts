@@ -152,4 +152,17 @@ describe("no retry on other 4xx", () => {
     expect(failures[0]!.error.issues).toEqual([{ path: "batch.0.properties.x", message: "contains a NUL character" }]);
     expect(stats).toMatchObject({ sent: 2, failed: 1 });
   });
+
+  it("a 413 naming no event (the request as a whole was too large) sends the batch again in halves", async () => {
+    let n = 0;
+    fake = await fakeServer(() => (n++ === 0 ? { status: 413, body: "<html>Request Entity Too Large</html>" } : { status: 204 }));
+    const failures: Failure[] = [];
+    const c = new Tidings({ writeKey: "k", host: fake.url, onError: (error, events) => failures.push({ error, events }) });
+    for (let i = 0; i < 3; i++) c.track({ userId: `u${i}`, event: "E" });
+    await c.close();
+    expect(fake.requests.map((r) => r.json.batch.length)).toEqual([3, 2, 1]);
+    expect([...messageIds(fake.requests[1]!), ...messageIds(fake.requests[2]!)]).toEqual(messageIds(fake.requests[0]!));
+    expect(failures).toEqual([]);
+    expect(c.stats).toMatchObject({ sent: 3, failed: 0 });
+  });
 });

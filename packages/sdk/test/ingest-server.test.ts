@@ -83,6 +83,31 @@ describe("ingestion against the server", () => {
     expect(stored.map((e) => e.messageId).sort()).toEqual(["good-1", "good-2"]);
   });
 
+  it("sendBatch: JSON lines and objects are stored once under their messageIds; a refused line is named with its own issue", async () => {
+    const { c, failures } = client();
+    const lines = [
+      '{"type":"track","userId":"importer","event":"Imported","messageId":"imp-1"}',
+      '{"type":"track","userId":"importer","event":"Imported","messageId":"imp-2","timestamp":"not a time"}',
+    ];
+    const first = await c.sendBatch([...lines, { type: "identify", userId: "importer", messageId: "imp-3", traits: { plan: "pro" } }]);
+    expect(first.accepted).toBe(2);
+    expect(first.undelivered).toEqual([]);
+    expect(first.rejected).toHaveLength(1);
+    expect(first.rejected[0]!.index).toBe(1);
+    expect(first.rejected[0]!.error).toMatchObject({
+      status: 400,
+      code: "VALIDATION_FAILED",
+      requestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(first.rejected[0]!.error.issues.map((i) => i.path)).toEqual(["timestamp"]);
+    // Sent again (an import run twice): acknowledged, stored once.
+    expect((await c.sendBatch([lines[0]!])).accepted).toBe(1);
+    await c.close();
+    expect(failures).toEqual([]);
+    const stored = await ws.admin.events.list({ userId: "importer" }).toArray();
+    expect(stored.map((e) => e.messageId).sort()).toEqual(["imp-1", "imp-3"]);
+  });
+
   it("a revoked or unknown write key is reported once as UNAUTHORIZED, not retried", async () => {
     let calls = 0;
     const { c, failures } = client({

@@ -42,8 +42,8 @@ async function run(index: number): Promise<string[]> {
 }
 
 describe("README", () => {
-  it("has the four examples this test knows", () => {
-    expect(examples).toHaveLength(4);
+  it("has the five examples this test knows", () => {
+    expect(examples).toHaveLength(5);
   });
 
   it("sending events: every event is stored", async () => {
@@ -60,8 +60,14 @@ describe("README", () => {
     expect(await ws.admin.events.list({ userId: "edge-visitor" }).toArray()).toHaveLength(1);
   });
 
+  it("sending a batch now: what became of each event", async () => {
+    expect(await run(2)).toEqual(["2 accepted", "event 2 rejected: timestamp"]);
+    const stored = await ws.admin.events.list({ userId: "user-7" }).toArray();
+    expect(stored.map((e) => e.messageId).sort()).toEqual(["crm-7", "crm-8"]);
+  });
+
   it("the admin API", async () => {
-    const out = await run(2);
+    const out = await run(3);
     expect(out[0]).toMatch(/^segment [0-9a-f-]{36}$/);
     expect(out).toContain("Pro plan");
     expect(out).toContainEqual(expect.stringMatching(/^no such segment \(request [0-9a-f-]{36}\)$/));
@@ -69,7 +75,7 @@ describe("README", () => {
   });
 
   it("broadcasts", async () => {
-    const out = await run(3);
+    const out = await run(4);
     expect(out.at(-1)).toBe("1 sent, 0 skipped");
   });
 

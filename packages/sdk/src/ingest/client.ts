@@ -1,22 +1,16 @@
 // The ingestion client: queues Segment-spec events and sends them to `POST {host}/v1/batch` in
 // batches (by count, bytes and time), retries what can succeed later, and reports every event it
-// could not deliver to `onError` — its methods never throw and never leave a rejected promise.
-import type { ErrorIssue, EventType } from "@tidings/schema";
-import { networkError, TidingsApiError } from "../errors.js";
-import {
-  backoffMs,
-  basicAuth,
-  type HttpResponse,
-  lazyTransport,
-  parseJson,
-  retryAfterMs,
-  sleep,
-  type Transport,
-  utf8Length,
-} from "../http.js";
+// could not deliver to `onError`; or, with `sendBatch`, sends given events at once and answers for
+// each. Its methods never throw and never leave a rejected promise.
+import { EventType } from "@tidings/schema";
+import { isTidingsApiError, networkError, TidingsApiError } from "../errors.js";
+import { basicAuth, lazyTransport, type Transport, utf8Length } from "../http.js";
 import { VERSION } from "../version.js";
+import { type Delivery, deliver, fitting, itemIssues, type RequestLimits, type WireEvent } from "./deliver.js";
 import {
   type AliasEvent,
+  type BatchEventError,
+  type BatchResult,
   type GroupEvent,
   type IdentifyEvent,
   INGEST_DEFAULTS,
@@ -26,17 +20,22 @@ import {
   type PageEvent,
   type ScreenEvent,
   type TidingsEvent,
+  type TidingsEventInput,
   type TidingsOptions,
   type TidingsStats,
   type TrackEvent,
 } from "./types.js";
 
-interface Queued {
+interface Queued extends WireEvent {
   seq: number;
-  json: string;
-  bytes: number;
   event: TidingsEvent;
 }
+
+/** An event completed, checked and serialized (`wire`), or why it cannot be sent (`error`). */
+type Prepared = { event: Record<string, unknown> } & (
+  | { wire: WireEvent; error?: undefined }
+  | { wire?: undefined; error: TidingsApiError }
+);
 
 type Resolved = Required<Omit<TidingsOptions, "context" | "onError" | "fetch">>;
 
@@ -44,9 +43,6 @@ const positive = (name: string, v: number, min = 1) => {
   if (!Number.isFinite(v) || v < min) throw new TypeError(`Tidings: ${name} must be a number ≥ ${min}`);
   return v;
 };
-
-/** 408, 429 and 5xx may succeed later; 501 and 505 never will. */
-const retryable = (status: number) => status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
 
 const warn: IngestErrorHandler = (error, events) => console.warn(`[tidings] ${events.length} event(s) not sent: ${error.message}`);
 
@@ -56,8 +52,8 @@ export class Tidings {
   private readonly auth: string;
   private readonly contextJson: string;
   private readonly contextBytes: number;
-  /** Bytes of a body around its events: `{"batch":[`, `]`, context and sentAt. */
-  private readonly envelopeBytes: number;
+  /** What one request may carry; `envelopeBytes` counts `{"batch":[`, `]`, context and sentAt. */
+  private readonly limits: RequestLimits;
   private readonly onError: IngestErrorHandler;
   private readonly transport: ReturnType<typeof lazyTransport>;
 
@@ -77,6 +73,8 @@ export class Tidings {
   private closed = false;
   private closing: Promise<void> | undefined;
   private waiters: (() => void)[] = [];
+  /** `sendBatch` calls under way (close waits for them). */
+  private readonly direct = new Set<Promise<unknown>>();
 
   constructor(options: TidingsOptions) {
     if (!options || typeof options.writeKey !== "string" || options.writeKey === "") throw new TypeError("Tidings: writeKey is required");
@@ -95,9 +93,10 @@ export class Tidings {
     const context = { ...options.context, library: { name: "@tidings/sdk", version: VERSION } };
     this.contextJson = `,"context":${JSON.stringify(context)}`;
     this.contextBytes = utf8Length(this.contextJson);
-    this.envelopeBytes = utf8Length(`{"batch":[]${this.contextJson},"sentAt":"${new Date(0).toISOString()}"}`);
+    const envelopeBytes = utf8Length(`{"batch":[]${this.contextJson},"sentAt":"${new Date(0).toISOString()}"}`);
     positive("maxEventBytes", o.maxEventBytes);
-    positive("maxBatchBytes", o.maxBatchBytes, this.envelopeBytes + o.maxEventBytes);
+    positive("maxBatchBytes", o.maxBatchBytes, envelopeBytes + o.maxEventBytes);
+    this.limits = { envelopeBytes, maxBatchEvents: o.maxBatchEvents, maxBatchBytes: o.maxBatchBytes };
     this.onError = options.onError ?? warn;
     this.transport = lazyTransport(options.fetch);
   }
@@ -136,11 +135,26 @@ export class Tidings {
     while (this.unsettled(upTo)) await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
-  /** Refuses new events (CLOSED), sends everything queued, waits for it, then releases connections. */
+  /**
+   * Sends `events` now, apart from the queue, in as few requests as `maxBatchEvents` and
+   * `maxBatchBytes` allow (one after the other), and resolves with what became of each: the
+   * count accepted, the events rejected and those undelivered. Objects are completed and checked
+   * as the queued events are; a string is an event's JSON text, sent as it is (no local checks:
+   * give it a `messageId` so a retry or a second run stores it once). Never rejects; does not
+   * report to `onError` nor count in `stats`.
+   */
+  sendBatch(events: readonly (TidingsEventInput | string)[]): Promise<BatchResult> {
+    const run = this.sendNow(events);
+    this.direct.add(run);
+    return run.finally(() => this.direct.delete(run));
+  }
+
+  /** Refuses new events (CLOSED), sends everything queued, waits for it and for `sendBatch` calls, then releases connections. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
       await this.flush();
+      await Promise.allSettled([...this.direct]);
       this.clearTimer();
       await this.transport.close().catch(() => {});
     })();
@@ -148,44 +162,95 @@ export class Tidings {
   }
 
   private enqueue(type: EventType, input: object): void {
-    const event: Record<string, unknown> = { type };
-    let refused: TidingsApiError | undefined;
-    try {
-      Object.assign(event, input, { type });
-      refused = this.admit(type, event);
-    } catch (err) {
-      // JSON.stringify of a BigInt or a cycle, a getter that throws: the event is not sendable.
-      const message = `The ${type} event is not serializable: ${err instanceof Error ? err.message : String(err)}`;
-      refused = new TidingsApiError(0, "VALIDATION_FAILED", message, undefined, [{ path: "(event)", message }], { cause: err });
-    }
-    if (refused) {
+    const { event, wire, error } = this.prepare(type, input, () => this.refusal());
+    if (error) {
       this.failed += 1;
-      this.report(refused, [event as TidingsEvent]);
+      this.report(error, [event as TidingsEvent]);
+      return;
     }
+    this.queue.push({ ...wire, seq: ++this.seq, event: event as TidingsEvent });
+    this.queuedBytes += wire.bytes;
+    this.pump();
   }
 
-  /** Queues the event, or answers why it is refused. */
-  private admit(type: EventType, event: Record<string, unknown>): TidingsApiError | undefined {
-    if (this.closed) return new TidingsApiError(0, "CLOSED", "The client is closed", undefined);
+  /** Why the queue takes no more events, if it does not. */
+  private refusal(): TidingsApiError | undefined {
+    if (this.closed) return closedError();
     if (this.pending() >= this.o.maxQueueEvents) {
       return new TidingsApiError(0, "QUEUE_FULL", `${this.o.maxQueueEvents} events are already waiting`, undefined);
     }
-    event.messageId ??= crypto.randomUUID();
-    // The server corrects originalTimestamp for clock skew with sentAt; an explicit timestamp is used as is.
-    if (missing(event.timestamp) && missing(event.originalTimestamp)) event.originalTimestamp = new Date().toISOString();
-    const issues = localIssues(type, event);
-    if (issues.length) return new TidingsApiError(0, "VALIDATION_FAILED", `Invalid ${type} event`, undefined, issues);
-    const json = JSON.stringify(event);
-    const bytes = utf8Length(json);
-    // The server measures the event with the batch's context merged in.
-    if (bytes + this.contextBytes > this.o.maxEventBytes) {
-      const message = `event is larger than ${this.o.maxEventBytes} bytes`;
-      return new TidingsApiError(0, "PAYLOAD_TOO_LARGE", `An ${message}`, undefined, [{ path: "(event)", message }]);
-    }
-    this.queue.push({ seq: ++this.seq, json, bytes, event: event as TidingsEvent });
-    this.queuedBytes += bytes;
-    this.pump();
     return undefined;
+  }
+
+  /** Completes the event (type, messageId, originalTimestamp), checks it and serializes it, unless `refuse` answers first. */
+  private prepare(type: EventType, input: object, refuse?: () => TidingsApiError | undefined): Prepared {
+    const event: Record<string, unknown> = { type };
+    try {
+      Object.assign(event, input, { type });
+      const refused = refuse?.();
+      if (refused) return { event, error: refused };
+      event.messageId ??= crypto.randomUUID();
+      // The server corrects originalTimestamp for clock skew with sentAt; an explicit timestamp is used as is.
+      if (missing(event.timestamp) && missing(event.originalTimestamp)) event.originalTimestamp = new Date().toISOString();
+      const issues = localIssues(type, event);
+      if (issues.length) return { event, error: new TidingsApiError(0, "VALIDATION_FAILED", `Invalid ${type} event`, undefined, issues) };
+      const json = JSON.stringify(event);
+      const bytes = utf8Length(json);
+      // The server measures the event with the batch's context merged in.
+      if (bytes + this.contextBytes > this.o.maxEventBytes) {
+        const message = `event is larger than ${this.o.maxEventBytes} bytes`;
+        return { event, error: new TidingsApiError(0, "PAYLOAD_TOO_LARGE", `An ${message}`, undefined, [{ path: "(event)", message }]) };
+      }
+      return { event, wire: { json, bytes } };
+    } catch (err) {
+      // JSON.stringify of a BigInt or a cycle, a getter that throws: the event is not sendable.
+      const message = `The ${type} event is not serializable: ${err instanceof Error ? err.message : String(err)}`;
+      return {
+        event,
+        error: new TidingsApiError(0, "VALIDATION_FAILED", message, undefined, [{ path: "(event)", message }], { cause: err }),
+      };
+    }
+  }
+
+  private async sendNow(events: readonly (TidingsEventInput | string)[]): Promise<BatchResult> {
+    const result: BatchResult = { accepted: 0, rejected: [], undelivered: [] };
+    if (this.closed) {
+      const error = closedError();
+      result.undelivered = events.map((_, index) => ({ index, error }));
+      return result;
+    }
+    const wire: WireEvent[] = [];
+    /** The index in `events` of each event in `wire`. */
+    const origin: number[] = [];
+    for (const [index, input] of events.entries()) {
+      if (typeof input === "string") {
+        wire.push({ json: input, bytes: utf8Length(input) });
+        origin.push(index);
+      } else {
+        const type = EventType.safeParse((input as { type?: unknown } | null)?.type);
+        const prepared: Prepared = type.success
+          ? this.prepare(type.data, input)
+          : { event: {}, error: new TidingsApiError(0, "VALIDATION_FAILED", "Invalid event", undefined, [TYPE_ISSUE]) };
+        if (prepared.error) result.rejected.push({ index, error: prepared.error });
+        else {
+          wire.push(prepared.wire);
+          origin.push(index);
+        }
+      }
+    }
+    if (wire.length > 0) {
+      const delivery = await this.transmit(wire);
+      result.accepted = delivery.accepted;
+      for (const failure of delivery.failures) {
+        const list = failure.rejected ? result.rejected : result.undelivered;
+        failure.indexes.forEach((i, k) => {
+          list.push({ index: origin[i]!, error: failure.rejected ? eventError(failure.error, k) : failure.error });
+        });
+      }
+    }
+    result.rejected.sort(byIndex);
+    result.undelivered.sort(byIndex);
+    return result;
   }
 
   private pending(): number {
@@ -201,7 +266,7 @@ export class Tidings {
   /** Whether the queue's head holds a full batch (by count, or the next event would not fit). */
   private headFull(): boolean {
     const n = this.queue.length;
-    return n >= this.o.maxBatchEvents || this.envelopeBytes + this.queuedBytes + n - 1 > this.o.maxBatchBytes;
+    return n >= this.o.maxBatchEvents || this.limits.envelopeBytes + this.queuedBytes + n - 1 > this.o.maxBatchBytes;
   }
 
   /** Starts sends while there is room in flight and a batch is ready; keeps the interval timer. */
@@ -225,14 +290,7 @@ export class Tidings {
 
   /** Takes the longest head of the queue that fits one request. */
   private cut(): Queued[] {
-    let n = 0;
-    let bytes = this.envelopeBytes;
-    while (n < this.queue.length && n < this.o.maxBatchEvents) {
-      const next = bytes + this.queue[n]!.bytes + (n > 0 ? 1 : 0);
-      if (next > this.o.maxBatchBytes) break;
-      bytes = next;
-      n++;
-    }
+    const n = fitting(this.queue, 0, this.limits);
     const items = this.queue.splice(0, n);
     for (const item of items) this.queuedBytes -= item.bytes;
     return items;
@@ -252,84 +310,42 @@ export class Tidings {
     });
   }
 
-  /** Sends one batch until it is acknowledged or has failed for good. Never rejects. */
+  /** Sends one batch of the queue until each event is acknowledged or reported to onError. Never rejects. */
   private async send(batch: Queued[]): Promise<void> {
-    let items = batch;
-    let attempt = 0;
-    let salvaged = false;
+    const { accepted, failures } = await this.transmit(batch);
+    this.sent += accepted;
+    for (const f of failures) {
+      this.fail(
+        f.error,
+        f.indexes.map((i) => batch[i]!),
+      );
+    }
+  }
+
+  /** Sends events in as many requests as the limits ask; what was acknowledged and what failed. Never rejects. */
+  private async transmit(events: readonly WireEvent[]): Promise<Delivery> {
     try {
       const transport = await this.transport.ready();
-      for (;;) {
-        let res: HttpResponse | undefined;
-        let error: TidingsApiError;
-        try {
-          res = await transport.send(await this.request(items, transport));
-          if (res.status >= 200 && res.status < 300) {
-            this.sent += items.length;
-            return;
-          }
-          error = TidingsApiError.fromResponse(res.status, parseJson(res.body), res.header("x-request-id"));
-        } catch (err) {
-          error = networkError(err);
-        }
-        if (res && !retryable(res.status)) {
-          const rest = salvaged ? undefined : this.salvage(items, error);
-          if (!rest) return this.fail(error, items);
-          items = rest;
-          salvaged = true;
-          continue;
-        }
-        if (attempt >= this.o.maxRetries) return this.fail(error, items);
-        const wait =
-          (res && retryAfterMs(res.header("retry-after"))) ?? backoffMs(attempt, this.o.retryBaseDelayMs, this.o.retryMaxDelayMs);
-        attempt++;
-        await sleep(wait);
-      }
+      return await deliver(transport, (batch) => this.request(batch, transport), events, { ...this.o, ...this.limits });
     } catch (err) {
-      this.fail(err instanceof TidingsApiError ? err : networkError(err), items);
+      const error = isTidingsApiError(err) ? err : networkError(err);
+      return { accepted: 0, failures: [{ error, indexes: events.map((_, i) => i), rejected: false }] };
     }
   }
 
   /** The request for a batch; `sentAt` is new on every attempt (the server corrects clock skew with it). */
-  private async request(items: Queued[], transport: Transport) {
+  private async request(items: WireEvent[], transport: Transport) {
     const sentAt = new Date().toISOString();
     const json = `{"batch":[${items.map((i) => i.json).join(",")}]${this.contextJson},"sentAt":"${sentAt}"}`;
     const headers: Record<string, string> = { authorization: this.auth, "content-type": "application/json" };
     let body: string | Uint8Array = json;
-    let bytes = this.envelopeBytes + items.length - 1;
+    let bytes = this.limits.envelopeBytes + items.length - 1;
     for (const i of items) bytes += i.bytes;
     if (this.o.gzipMinBytes !== false && bytes >= this.o.gzipMinBytes && transport.gzip) {
       body = await transport.gzip(json);
       headers["content-encoding"] = "gzip";
     }
     return { method: "POST", url: this.url, headers, body, timeoutMs: this.o.timeoutMs };
-  }
-
-  /**
-   * A 400 or 413 whose issues each name an item (`batch.3.event`): those items are reported, the
-   * rest are sent again (once), so one bad event does not lose its whole batch.
-   */
-  private salvage(items: Queued[], error: TidingsApiError): Queued[] | undefined {
-    if ((error.status !== 400 && error.status !== 413) || error.issues.length === 0) return undefined;
-    const bad = new Map<number, ErrorIssue[]>();
-    for (const issue of error.issues) {
-      const m = /^batch\.(\d+)(\..*)?$/.exec(issue.path);
-      const i = m ? Number(m[1]) : Number.NaN;
-      if (!(i < items.length)) return undefined;
-      bad.set(i, [...(bad.get(i) ?? []), { path: issue.path, message: issue.message }]);
-    }
-    if (bad.size === items.length) return undefined;
-    const badIndexes = [...bad.keys()].sort((a, b) => a - b);
-    // Issue paths are renumbered so that `batch.k` names the k-th event reported.
-    const issues = badIndexes.flatMap((i, k) =>
-      bad.get(i)!.map((issue) => ({ ...issue, path: issue.path.replace(/^batch\.\d+/, `batch.${k}`) })),
-    );
-    const reported = new TidingsApiError(error.status, error.code, error.message, error.requestId, issues);
-    this.fail(
-      reported,
-      badIndexes.map((i) => items[i]!),
-    );
-    return items.filter((_, i) => !bad.has(i));
   }
 
   private fail(error: TidingsApiError, items: Queued[]): void {
@@ -352,6 +368,17 @@ export class Tidings {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
   }
+}
+
+const closedError = () => new TidingsApiError(0, "CLOSED", "The client is closed", undefined);
+
+const TYPE_ISSUE = { path: "type", message: `expected one of ${EventType.options.join(", ")}` };
+
+const byIndex = (a: BatchEventError, b: BatchEventError) => a.index - b.index;
+
+/** The error as one event of the refused request sees it: the issues naming it (`batch.k…`), relative to it. */
+function eventError(error: TidingsApiError, k: number): TidingsApiError {
+  return new TidingsApiError(error.status, error.code, error.message, error.requestId, itemIssues(error, k));
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -19,15 +19,41 @@ export type ScreenEvent = EventBody<"screen">;
 export type GroupEvent = EventBody<"group">;
 export type AliasEvent = EventBody<"alias", "userId"> & { userId: string | number };
 
-/** An event as queued: with its `type` and the `messageId` it keeps across retries. */
-export type TidingsEvent = (
+/** An event with its `type`, as `sendBatch` takes it (a `messageId` is added when it has none). */
+export type TidingsEventInput =
   | (IdentifyEvent & { type: "identify" })
   | (TrackEvent & { type: "track" })
   | (PageEvent & { type: "page" })
   | (ScreenEvent & { type: "screen" })
   | (GroupEvent & { type: "group" })
-  | (AliasEvent & { type: "alias" })
-) & { messageId: string };
+  | (AliasEvent & { type: "alias" });
+
+/** An event as queued: with its `type` and the `messageId` it keeps across retries. */
+export type TidingsEvent = TidingsEventInput & { messageId: string };
+
+/** One event of a `sendBatch` call that was not stored, and why. */
+export interface BatchEventError {
+  /** Position of the event in the array given to `sendBatch`. */
+  index: number;
+  /**
+   * Its `issues` are those naming this event, with paths relative to it (`event`, `traits.email`,
+   * `(event)` for the event as a whole); none when the request was refused as a whole.
+   */
+  error: TidingsApiError;
+}
+
+/** What became of the events given to `sendBatch`; each is counted in exactly one of the three. */
+export interface BatchResult {
+  /** Acknowledged by the server: stored now, or stored before under the same messageId. */
+  accepted: number;
+  /** Refused for what they hold, by the server (400, 413) or locally (status 0): sent again unchanged, they would be refused again. */
+  rejected: BatchEventError[];
+  /**
+   * Not delivered: the key was refused, the server still failed or could not be reached after the
+   * retries, or the client was closed. Sent again later, they may be stored.
+   */
+  undelivered: BatchEventError[];
+}
 
 /** Called with each failure and the events it concerns; the events are not sent. */
 export type IngestErrorHandler = (error: TidingsApiError, events: TidingsEvent[]) => void;
