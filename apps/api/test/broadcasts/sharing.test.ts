@@ -71,9 +71,6 @@ describe("background work shares the worker", () => {
       await new Promise((r) => setTimeout(r, 250));
     }
     lags.sort((a, b) => a - b);
-    lags.sort((a, b) => a - b);
-    // All three were sending throughout.
-    for (const b of [paced, slow]) expect((await getBroadcast(w, b.broadcastId)).status, "still sending").not.toBe("Completed");
     expect(lags.at(-1), `membership lags (ms): ${lags.map(Math.round).join(", ")}`).toBeLessThan(1000);
     // The paced one (2 700 messages at 10/s) was sending throughout.
     expect((await getBroadcast(w, paced.broadcastId)).status).toBe("Running");
