@@ -1,6 +1,7 @@
-// The CLI's one way to the HTTP API. Admin and root operations go through the SDK's
-// `TidingsAdmin` (typed by the route contracts of @tidings/schema), single events through its
-// `Tidings` client; bulk import posts pre-serialized batches itself (see postRaw).
+// The CLI's one way to the HTTP API: the SDK. Admin and root operations go through its
+// `TidingsAdmin` (typed by the route contracts of @tidings/schema), events through its `Tidings`
+// client's `sendBatch` (one event for `events send`, a file's batches for `events import`), so
+// requests, retries and the error envelope are the SDK's, and every API error a `TidingsApiError`.
 import {
   type AnyContract,
   type BroadcastResource,
@@ -9,9 +10,16 @@ import {
   contractsById,
   type OperationId,
 } from "@tidings/schema";
-import { type AdminOperationId, isTidingsApiError, Tidings, TidingsAdmin, type TidingsEvent } from "@tidings/sdk";
-import { ApiError, UsageError } from "./errors.js";
-import { toApiError } from "./http-errors.js";
+import {
+  type AdminOperationId,
+  type BatchResult,
+  isTidingsApiError,
+  Tidings,
+  TidingsAdmin,
+  TidingsApiError,
+  type TidingsEventInput,
+} from "@tidings/sdk";
+import { UsageError } from "./errors.js";
 
 export interface Connection {
   host: string;
@@ -37,11 +45,9 @@ const missingKey = {
 
 export class Api {
   private readonly clients = new Map<"admin" | "root", TidingsAdmin>();
+  private readonly writers = new Map<"event" | "import", Tidings>();
 
-  constructor(
-    readonly connection: Connection,
-    private readonly userAgent: string,
-  ) {}
+  constructor(readonly connection: Connection) {}
 
   /** Calls one admin or root operation; resolves to its parsed success body (undefined for 204). */
   async call<Id extends AdminOperationId & OperationId>(operationId: Id, input: CallInput = {}): Promise<ContractResponse<ContractOf<Id>>> {
@@ -63,70 +69,21 @@ export class Api {
     }
   }
 
-  /** Sends one event with the write key; rejects with the server's (or the SDK's) error. */
-  async sendEvent(event: Record<string, unknown> & { type: TidingsEvent["type"] }): Promise<void> {
-    const writeKey = this.connection.writeKey;
-    if (!writeKey) throw new UsageError(missingKey.write);
-    let failure: unknown;
-    const client = new Tidings({
-      host: this.connection.host,
-      writeKey,
-      maxRetries: 1,
-      onError: (err) => {
-        failure ??= err;
-      },
-    });
-    const { type, ...body } = event;
-    (client[type] as (e: object) => void)(body);
-    await client.close();
-    if (isTidingsApiError(failure) && failure.code !== "NETWORK") {
-      // The client sends a batch of one: `batch.0.event` is the event's `event`.
-      const issues = failure.issues.map((i) => ({ path: i.path.replace(/^batch\.0\.?/, ""), message: i.message }));
-      throw new ApiError(failure.status, failure.code, failure.message, failure.requestId, issues);
-    }
-    if (failure) throw this.explain(failure);
+  /** Sends one event with the write key; rejects with the server's (or the SDK's) error, its issues relative to the event. */
+  async sendEvent(event: TidingsEventInput): Promise<void> {
+    const { rejected, undelivered } = await this.writer("event").sendBatch([event]);
+    const failure = rejected[0] ?? undelivered[0];
+    if (failure) throw this.explain(failure.error);
   }
 
   /**
-   * Posts an already serialized batch (bulk import: the lines' own JSON, not re-serialized, and
-   * every answer handed back so rejected lines can be told apart). Resolves with the status and
-   * the parsed error for any HTTP answer; rejects only when the server cannot be reached.
+   * Sends events already serialized (bulk import: the lines' own JSON, not re-serialized) and
+   * resolves with what became of each: accepted, rejected for what it holds, or undelivered once
+   * the retries are spent.
    */
-  async postRaw(body: string): Promise<{ status: number; error?: ApiError; retryAfter?: number }> {
-    const writeKey = this.connection.writeKey;
-    if (!writeKey) throw new UsageError(missingKey.write);
-    const url = new URL(contractsById["ingest.batch"].path, `${this.connection.host}/`);
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        method: "POST",
-        headers: {
-          authorization: `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`,
-          "content-type": "application/json",
-          "user-agent": this.userAgent,
-        },
-        body,
-      });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new ApiError(
-        0,
-        "NETWORK",
-        `cannot reach ${this.connection.host}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
-        undefined,
-      );
-    }
-    if (res.status < 300) {
-      await res.arrayBuffer();
-      return { status: res.status };
-    }
-    const text = await res.text();
-    const retryAfter = Number(res.headers.get("retry-after"));
-    return {
-      status: res.status,
-      error: toApiError(res.status, text, res.headers.get("x-request-id")),
-      ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfter } : {}),
-    };
+  async sendEvents(events: readonly string[]): Promise<BatchResult> {
+    const result = await this.writer("import").sendBatch(events);
+    return { ...result, undelivered: result.undelivered.map(({ index, error }) => ({ index, error: this.explain(error) })) };
   }
 
   private admin(kind: "admin" | "root"): TidingsAdmin {
@@ -147,10 +104,31 @@ export class Api {
     return client;
   }
 
+  private writer(kind: "event" | "import"): Tidings {
+    let client = this.writers.get(kind);
+    if (!client) {
+      const writeKey = this.connection.writeKey;
+      if (!writeKey) throw new UsageError(missingKey.write);
+      client = new Tidings({
+        host: this.connection.host,
+        writeKey,
+        path: contractsById["ingest.batch"].path,
+        // One event is answered promptly (one retry); an import waits out an overloaded server,
+        // in requests of up to 500 events (--batch-size cuts them smaller).
+        ...(kind === "event" ? { maxRetries: 1 } : { maxRetries: 10, retryMaxDelayMs: 10_000, maxBatchEvents: 500 }),
+        // sendBatch answers for every event; the client's queue is not used.
+        onError: () => {},
+      });
+      this.writers.set(kind, client);
+    }
+    return client;
+  }
+
   /** A network failure names the host; other errors pass through (they carry status, code, issues, request id). */
-  private explain(err: unknown): unknown {
+  private explain<E>(err: E): E | TidingsApiError {
     if (isTidingsApiError(err) && err.code === "NETWORK") {
-      return new ApiError(0, "NETWORK", `cannot reach ${this.connection.host}: ${err.message.replace(/^Network error: /, "")}`, undefined);
+      const detail = err.message.replace(/^Network error: /, "");
+      return new TidingsApiError(0, "NETWORK", `cannot reach ${this.connection.host}: ${detail}`, undefined, [], { cause: err });
     }
     return err;
   }

@@ -5,7 +5,6 @@ import { Api, type Connection } from "./api.js";
 import { configPath, DEFAULT_PROFILE, readConfig } from "./config.js";
 import { describeError, UsageError } from "./errors.js";
 import { Output } from "./output.js";
-import { VERSION } from "./version.js";
 
 export const DEFAULT_HOST = "http://127.0.0.1:3000";
 
@@ -85,7 +84,7 @@ export class Ctx {
   }
 
   get api(): Api {
-    this.client ??= new Api(this.connection, `tidings-cli/${VERSION} node/${process.versions.node}`);
+    this.client ??= new Api(this.connection);
     return this.client;
   }
 }

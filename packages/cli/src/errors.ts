@@ -1,5 +1,7 @@
 // The CLI's error kinds and how each reaches the terminal: a usage error exits 2, an API error
-// exits 1, and neither prints a stack trace.
+// (the SDK's `TidingsApiError`: status, code, message, request id, issues) exits 1, and neither
+// prints a stack trace.
+import { isTidingsApiError, TidingsApiError } from "@tidings/sdk";
 
 /** A mistake in how the CLI was invoked or in the files it was given; nothing was sent. Exit 2. */
 export class UsageError extends Error {
@@ -8,28 +10,6 @@ export class UsageError extends Error {
     message: string,
     /** Lines printed under the message (e.g. one per invalid field). */
     readonly details: string[] = [],
-  ) {
-    super(message);
-  }
-}
-
-export interface Issue {
-  path: string;
-  message: string;
-}
-
-/**
- * An error answered by the API (or a failure to reach it). Exit 1. The SDK's `TidingsApiError`
- * has the same fields and is reported the same way (see `apiErrorFields`).
- */
-export class ApiError extends Error {
-  override readonly name = "ApiError";
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly requestId: string | undefined,
-    readonly issues: Issue[] = [],
   ) {
     super(message);
   }
@@ -46,20 +26,21 @@ export class CliError extends Error {
   }
 }
 
-/** The fields of an API error, from this CLI's `ApiError` or the SDK's `TidingsApiError`. */
-function apiErrorFields(err: unknown): ApiError | undefined {
-  if (!(err instanceof Error) || (err.name !== "ApiError" && err.name !== "TidingsApiError")) return undefined;
-  return err as ApiError;
+/**
+ * No resource of that name in a list the API answered: the server's NOT_FOUND, with status 0 as
+ * the SDK gives its local checks (there was no 404).
+ */
+export function notFoundByName(noun: string, name: string): TidingsApiError {
+  return new TidingsApiError(0, "NOT_FOUND", `no ${noun} named "${name}"`, undefined);
 }
 
 /** Formats `err` for stderr and says which exit code it stands for. */
 export function describeError(err: unknown): { lines: string[]; exitCode: number } {
   if (err instanceof UsageError) return { lines: [`error: ${err.message}`, ...err.details.map((d) => `  ${d}`)], exitCode: 2 };
-  const api = apiErrorFields(err);
-  if (api) {
-    const lines = [`error: ${api.message}${api.code ? ` (${api.code}${api.status ? `, HTTP ${api.status}` : ""})` : ""}`];
-    for (const issue of api.issues ?? []) lines.push(`  ${issue.path || "(body)"}: ${issue.message}`);
-    if (api.requestId) lines.push(`  request id: ${api.requestId}`);
+  if (isTidingsApiError(err)) {
+    const lines = [`error: ${err.message} (${err.code}${err.status ? `, HTTP ${err.status}` : ""})`];
+    for (const issue of err.issues) lines.push(`  ${issue.path || "(body)"}: ${issue.message}`);
+    if (err.requestId) lines.push(`  request id: ${err.requestId}`);
     return { lines, exitCode: 1 };
   }
   if (err instanceof CliError) return { lines: [`error: ${err.message}`, ...err.details.map((d) => `  ${d}`)], exitCode: 1 };

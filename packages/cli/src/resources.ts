@@ -13,7 +13,7 @@ import {
 } from "@tidings/schema";
 import type { Api } from "./api.js";
 import { isUuid } from "./context.js";
-import { ApiError } from "./errors.js";
+import { notFoundByName } from "./errors.js";
 import { type Column, formatTime } from "./output.js";
 
 /** The part of a zod schema the CLI uses (the CLI does not depend on zod itself). */
@@ -166,6 +166,6 @@ export async function resolveResource(api: Api, kind: ResourceKind, ref: string)
   if (isUuid(ref)) return getResource(api, kind, ref);
   const name = ref.trim();
   const found = (await listAll(api, kind)).find((r) => r.name === name);
-  if (!found) throw new ApiError(404, "NOT_FOUND", `no ${kind.noun} named "${name}"`, undefined);
+  if (!found) throw notFoundByName(kind.noun, name);
   return found;
 }

@@ -2,7 +2,7 @@
 import { type BroadcastResource, ExecuteBroadcastRequestBody } from "@tidings/schema";
 import { type Command, Option } from "commander";
 import { action, type Ctx, isUuid, positiveInt } from "../context.js";
-import { ApiError, UsageError, zodIssues } from "../errors.js";
+import { notFoundByName, UsageError, zodIssues } from "../errors.js";
 import { readDataFile } from "../files.js";
 import { bar, type Column, formatTime, Progress } from "../output.js";
 import { kindByName, resolveResource } from "../resources.js";
@@ -54,7 +54,7 @@ async function findBroadcast(ctx: Ctx, ref: string): Promise<BroadcastResource> 
     if (found) return found;
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
-  throw new ApiError(404, "NOT_FOUND", `no broadcast named "${ref}"`, undefined);
+  throw notFoundByName("broadcast", ref);
 }
 
 const describeCounts = (b: BroadcastResource) =>

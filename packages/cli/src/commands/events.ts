@@ -2,6 +2,7 @@
 import { realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { type EventType, singleEventBodies } from "@tidings/schema";
+import type { TidingsEventInput } from "@tidings/sdk";
 import { type Command, Option } from "commander";
 import { action, type Ctx, positiveInt } from "../context.js";
 import { CliError, UsageError, zodIssues } from "../errors.js";
@@ -114,7 +115,7 @@ export function registerEventCommands(program: Command) {
         event.type = type;
         const checked = singleEventBodies[type].safeParse(event);
         if (!checked.success) throw new UsageError("the event is invalid; nothing was sent", zodIssues(checked.error));
-        await ctx.api.sendEvent(event as Record<string, unknown> & { type: EventType });
+        await ctx.api.sendEvent(event as TidingsEventInput);
         if (ctx.json) return ctx.out.data({ sent: true, event });
         ctx.out.line(
           `Sent ${type}${event.event ? ` "${event.event as string}"` : ""} for ${(event.userId ?? event.anonymousId) as string}`,
@@ -189,7 +190,6 @@ lines with their line numbers) to stdout. Exit 1 when any line is rejected.`,
           defaultType: opts.type,
           concurrency: opts.concurrency,
           maxEvents: opts.batchSize,
-          maxBytes: 500_000,
           signal: abort.signal,
           onProgress: (s) => draw(s),
         }).finally(() => {

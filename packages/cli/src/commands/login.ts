@@ -6,7 +6,6 @@ import { Api } from "../api.js";
 import { configPath, DEFAULT_PROFILE, type Profile, readConfig, removeProfile, saveProfile } from "../config.js";
 import { action, DEFAULT_HOST, isUuid } from "../context.js";
 import { UsageError } from "../errors.js";
-import { VERSION } from "../version.js";
 
 /** Asks on the terminal; a hidden answer (a key) is not echoed. */
 async function ask(question: string, hidden = false): Promise<string> {
@@ -59,7 +58,7 @@ $XDG_CONFIG_HOME/tidings/config.json (else ~/.config/tidings/config.json), mode 
         }
         if (opts.verify) {
           // Listing the key's own workspace's keys proves the key works and names its workspace.
-          const api = new Api({ host, apiKey, workspaceId }, `tidings-cli/${VERSION}`);
+          const api = new Api({ host, apiKey, workspaceId });
           const keys = await api.call("apiKeys.list", {});
           workspaceId ??= keys.items[0]?.workspaceId;
         }

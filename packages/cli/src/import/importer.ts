@@ -1,9 +1,11 @@
-// Sends records to POST /api/public/apps/batch in batches (≤ 500 events, < 500 KB), a few at a
-// time. Every event gets a deterministic messageId when its line has none, so running the same
-// file again (after an interruption) stores nothing twice: the server acknowledges replays.
-// Lines are checked here only for what makes an event unusable (no type, no identity); the server
-// validates the rest and names bad items (`batch.3.event`), which are rejected and the rest resent.
+// Sends records to POST /api/public/apps/batch in batches of at most --batch-size events, a few at
+// a time, through the SDK's `sendBatch` (which keeps requests under 500 KB, retries what may
+// succeed later and sets aside the events the server refuses). Every event gets a deterministic
+// messageId when its line has none, so running the same file again (after an interruption) stores
+// nothing twice: the server acknowledges replays. Lines are checked here only for what makes an
+// event unusable (no type, no identity); the server validates the rest and names bad items.
 import { createHash } from "node:crypto";
+import type { TidingsApiError } from "@tidings/sdk";
 import type { Api } from "../api.js";
 import type { SourceRecord } from "./source.js";
 
@@ -29,7 +31,6 @@ export interface ImportOptions {
   defaultType?: string | undefined;
   concurrency: number;
   maxEvents: number;
-  maxBytes: number;
   signal?: AbortSignal;
   onProgress?: (stats: ImportStats) => void;
 }
@@ -37,11 +38,7 @@ export interface ImportOptions {
 interface Batch {
   lines: number[];
   texts: string[];
-  bytes: number;
 }
-
-/** The envelope around the events: `{"batch":[…]}`. */
-const ENVELOPE_BYTES = 12;
 
 /** cyrb53: a fast 53-bit string hash (not cryptographic; it only tells versions of a line apart). */
 function hash53(text: string): string {
@@ -81,7 +78,11 @@ function problemOf(value: Record<string, unknown>, type: unknown): string | unde
   return undefined;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Why a line was refused: the issues naming its event (`event: Required`), else the server's message. */
+function rejection(error: TidingsApiError): string {
+  if (error.issues.length === 0) return error.message;
+  return error.issues.map((i) => (i.path === "(event)" ? i.message : `${i.path}: ${i.message}`)).join("; ");
+}
 
 /** The JSON text to send for a valid record, with the fields the import adds. */
 function eventText(record: SourceRecord, added: Record<string, string>): string {
@@ -103,69 +104,12 @@ export async function importEvents(opts: ImportOptions): Promise<ImportStats & {
   let fatal: unknown;
   const reject = (line: number, message: string) => stats.rejected.push({ line, message });
 
-  /** Sends one batch until it is stored (retrying overload and network errors), rejecting bad items. */
+  /** Sends one batch; an event that could not be delivered (after the SDK's retries) stops the import. */
   const send = async (batch: Batch): Promise<void> => {
-    let attempt = 0;
-    let current = batch;
-    for (;;) {
-      const body = `{"batch":[${current.texts.join(",")}]}`;
-      let res: Awaited<ReturnType<Api["postRaw"]>>;
-      try {
-        res = await opts.api.postRaw(body);
-      } catch (err) {
-        if (++attempt > 5) throw err;
-        await sleep(500 * 2 ** attempt);
-        continue;
-      }
-      if (res.status < 300) {
-        stats.accepted += current.lines.length;
-        return;
-      }
-      const error = res.error!;
-      if (res.status === 429 || res.status === 503 || res.status >= 500) {
-        if (++attempt > (res.status >= 500 && res.status !== 503 ? 3 : 20)) throw error;
-        await sleep(res.retryAfter ? res.retryAfter * 1000 : 250 * 2 ** Math.min(attempt, 5));
-        continue;
-      }
-      if (res.status !== 400 && res.status !== 413) throw error;
-      // Items the server names (`batch.3.event`) are rejected; the rest is sent again.
-      const bad = new Map<number, string>();
-      for (const issue of error.issues) {
-        const m = /^batch\.(\d+)(?:\.(.*))?$/.exec(issue.path);
-        if (!m) continue;
-        const i = Number(m[1]);
-        if (i >= current.lines.length) continue;
-        const message = `${m[2] ? `${m[2]}: ` : ""}${issue.message}`;
-        bad.set(i, bad.has(i) ? `${bad.get(i)}; ${message}` : message);
-      }
-      if (bad.size === 0) {
-        if (res.status === 413 && current.lines.length > 1) {
-          // The whole request was too large: send each half on its own.
-          const mid = Math.ceil(current.lines.length / 2);
-          const part = (from: number, to: number): Batch => ({
-            lines: current.lines.slice(from, to),
-            texts: current.texts.slice(from, to),
-            bytes: 0,
-          });
-          await send(part(0, mid));
-          await send(part(mid, current.lines.length));
-          return;
-        }
-        for (const line of current.lines) reject(line, error.message);
-        return;
-      }
-      const keep: Batch = { lines: [], texts: [], bytes: 0 };
-      current.lines.forEach((line, i) => {
-        const message = bad.get(i);
-        if (message !== undefined) reject(line, message);
-        else {
-          keep.lines.push(line);
-          keep.texts.push(current.texts[i]!);
-        }
-      });
-      if (keep.lines.length === 0) return;
-      current = keep;
-    }
+    const result = await opts.api.sendEvents(batch.texts);
+    stats.accepted += result.accepted;
+    for (const { index, error } of result.rejected) reject(batch.lines[index]!, rejection(error));
+    if (result.undelivered.length > 0) throw result.undelivered[0]!.error;
   };
 
   const dispatch = async (batch: Batch) => {
@@ -182,11 +126,11 @@ export async function importEvents(opts: ImportOptions): Promise<ImportStats & {
     inFlight.add(p);
   };
 
-  let batch: Batch = { lines: [], texts: [], bytes: ENVELOPE_BYTES };
+  let batch: Batch = { lines: [], texts: [] };
   const flush = async () => {
     if (batch.lines.length === 0) return;
     const full = batch;
-    batch = { lines: [], texts: [], bytes: ENVELOPE_BYTES };
+    batch = { lines: [], texts: [] };
     await dispatch(full);
   };
 
@@ -215,12 +159,9 @@ export async function importEvents(opts: ImportOptions): Promise<ImportStats & {
           }
           added.messageId = deriveMessageId(opts.fileId, record.line, record.raw);
         }
-        const text = eventText(record, added);
-        const bytes = Buffer.byteLength(text) + 1;
-        if (batch.lines.length >= opts.maxEvents || (batch.lines.length > 0 && batch.bytes + bytes > opts.maxBytes)) await flush();
+        if (batch.lines.length >= opts.maxEvents) await flush();
         batch.lines.push(record.line);
-        batch.texts.push(text);
-        batch.bytes += bytes;
+        batch.texts.push(eventText(record, added));
       }
       opts.onProgress?.(stats);
     }
