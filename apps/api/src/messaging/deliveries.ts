@@ -14,6 +14,8 @@ export function toDeliveryRecord(d: Delivery): DeliveryRecord {
     ...(d.templateId ? { templateId: d.templateId } : {}),
     ...(d.broadcastId ? { broadcastId: d.broadcastId } : {}),
     ...(d.journeyId ? { journeyId: d.journeyId } : {}),
+    ...(d.runId ? { runId: d.runId } : {}),
+    ...(d.nodeId ? { nodeId: d.nodeId } : {}),
     status: d.status,
     ...(d.reason ? { reason: d.reason } : {}),
     ...(d.providerMessageId ? { providerMessageId: d.providerMessageId } : {}),
@@ -28,6 +30,7 @@ export async function listDeliveries(prisma: PrismaClient, workspaceId: string, 
   if (query.userId) where.userId = (await canonicalIds(prisma, workspaceId, [query.userId]))[0]!;
   if (query.broadcastId) where.broadcastId = query.broadcastId;
   if (query.journeyId) where.journeyId = query.journeyId;
+  if (query.runId) where.runId = query.runId;
   if (query.channel) where.channel = query.channel;
   if (query.status) where.status = query.status;
   const created: Prisma.DateTimeFilter = {};

@@ -1,0 +1,124 @@
+// Delivery sources: journey-shaped deliveries (a (run, node) source, queued here as the journey
+// runtime will queue them) go through the same pipeline as a broadcast's — claimed, sent once with
+// the run's event in the Liquid scope, marked — a second queue of one (run, node) is a no-op, a
+// Paused journey's messages wait, and the database refuses a delivery without exactly one source.
+import { randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inTransaction } from "../../src/db/transaction.ts";
+import { queueJourneyMessage } from "../../src/journeys/delivery-source.ts";
+import { waitFor } from "../broadcasts/support.ts";
+import { identify, segmentWorld } from "../segments/support.ts";
+import { createTestApp, type TestApp } from "../support/app.ts";
+
+let t: TestApp;
+let receiver: Server;
+let receiverUrl: string;
+/** webhook-id → bodies received with it. */
+const got = new Map<string, string[]>();
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      const id = String(req.headers["webhook-id"]);
+      got.set(id, [...(got.get(id) ?? []), body]);
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  t = await createTestApp({ webhookAllowedHosts: ["127.0.0.1"] });
+});
+afterAll(async () => {
+  await t?.close();
+  receiver?.closeAllConnections();
+  await new Promise((r) => receiver?.close(r));
+});
+
+async function journeyWorld(status: "Running" | "Paused") {
+  const w = await segmentWorld(t);
+  await w.send(["ann", "bob", "cy"].map((u) => identify(u, { plan: "pro" }, Date.now() - 1000)));
+  const template = await w.admin("PUT", "/api/admin/content/templates", {
+    name: "welcome",
+    definition: {
+      type: "Webhook",
+      url: `${receiverUrl}/hook`,
+      method: "POST",
+      body: '{"user":"{{ user.id }}","sku":"{{ event.properties.sku }}"}',
+    },
+  });
+  const journey = await t.ctx.db.prisma.journey.create({ data: { workspaceId: w.ws.id, name: `j-${randomUUID()}`, status } });
+  const queue = async (userId: string, runId: string, nodeId = "send-welcome") => {
+    const client = await t.ctx.db.pool.connect();
+    try {
+      return await inTransaction(client, async () => {
+        const [insert, ...wake] = queueJourneyMessage(t.ctx.sends, {
+          workspaceId: w.ws.id,
+          journeyId: journey.id,
+          runId,
+          nodeId,
+          userId,
+          channel: "Webhook",
+          templateId: template.id,
+          subscriptionGroupId: null,
+          event: { event: "Order Placed", properties: { sku: `sku-${userId}` } },
+        });
+        const inserted = (await client.query(insert!.text, insert!.values)).rowCount;
+        for (const q of wake) await client.query(q.text, q.values);
+        return inserted;
+      });
+    } finally {
+      client.release();
+    }
+  };
+  const deliveries = async () => (await w.admin("GET", `/api/admin/deliveries?journeyId=${journey.id}`)).items as any[];
+  return { w, journey, queue, deliveries };
+}
+
+describe("journey-shaped deliveries", () => {
+  it("are claimed, sent once with the run's event and marked; a second queue of one (run, node) is a no-op", async () => {
+    const { queue, deliveries, journey } = await journeyWorld("Running");
+    const runs = { ann: randomUUID(), bob: randomUUID(), cy: randomUUID() };
+    for (const [user, run] of Object.entries(runs)) expect(await queue(user, run)).toBe(1);
+    expect(await queue("ann", runs.ann)).toBe(0);
+
+    const sent = await waitFor(deliveries, (ds) => ds.length === 3 && ds.every((d) => d.status === "Sent"));
+    expect(sent.map((d) => d.status)).toEqual(["Sent", "Sent", "Sent"]);
+    for (const d of sent) {
+      expect(d).toMatchObject({ journeyId: journey.id, runId: runs[d.userId as keyof typeof runs], nodeId: "send-welcome", attempts: 1 });
+      expect(d.broadcastId).toBeUndefined();
+      expect(got.get(d.id)?.map((b) => JSON.parse(b))).toEqual([{ user: d.userId, sku: `sku-${d.userId}` }]);
+    }
+    // The same run reaching another message node is another delivery.
+    expect(await queue("ann", runs.ann, "send-reminder")).toBe(1);
+    expect(await waitFor(deliveries, (ds) => ds.filter((d) => d.status === "Sent").length === 4)).toHaveLength(4);
+  });
+
+  it("wait while the journey is Paused and go out once it runs again", async () => {
+    const { queue, deliveries, journey } = await journeyWorld("Paused");
+    await queue("bob", randomUUID());
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await deliveries()).map((d) => d.status)).toEqual(["Queued"]);
+    await t.ctx.db.prisma.journey.update({
+      where: { workspaceId_id: { workspaceId: journey.workspaceId, id: journey.id } },
+      data: { status: "Running" },
+    });
+    // Nothing wakes the senders here: the tick finds the waiting delivery.
+    expect((await waitFor(deliveries, (ds) => ds[0]?.status === "Sent")).map((d) => d.status)).toEqual(["Sent"]);
+  });
+
+  it("the database refuses a delivery with no source, or with two", async () => {
+    const { w, journey } = await journeyWorld("Running");
+    const insert = (broadcastId: string | null, runId: string | null) =>
+      t.ctx.db.pool.query(
+        `INSERT INTO deliveries (workspace_id, id, user_id, channel, journey_id, broadcast_id, run_id, node_id, status)
+         VALUES ($1, gen_random_uuid(), 'ann', 'Webhook', $2, $3, $4, $5, 'Queued')`,
+        [w.ws.id, runId ? journey.id : null, broadcastId, runId, runId ? "n" : null],
+      );
+    await expect(insert(null, null)).rejects.toThrow(/deliveries_one_source/);
+    await expect(insert(randomUUID(), randomUUID())).rejects.toThrow(/deliveries_one_source/);
+  });
+});
