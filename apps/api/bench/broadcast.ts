@@ -3,7 +3,10 @@
 //  1. messages/s: members reached / seconds from the first request to the last (target ≥ 5 000);
 //  2. that rate divided by a bare undici loop posting the same Standard Webhooks-signed requests
 //     (same body size, same headers, 32 in flight, keep-alive) to the same receiver (target ≥ 0.5);
-//  3. the time from the execute's 202 to the first request at the receiver (target ≤ 1 s).
+//  3. the time from the execute's 202 to the first request at the receiver (target ≤ 1 s);
+//  4. the same members (BENCH_SLOW_MEMBERS, default all) to an endpoint that answers each request
+//     after 1 s: messages/s at the default worker concurrency, and repeated webhook-ids (must be 0:
+//     a slow provider never makes a claim look abandoned).
 // The receiver runs in this process and only counts (and checks webhook-ids are unique). The
 // members are written straight into `profiles` (set-based SQL) so the measure is the broadcast,
 // not ingestion. Receiver, server and PostgreSQL share the machine's cores.
@@ -23,10 +26,13 @@ import { waitForLine } from "./support.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 100_000);
+const SLOW_MEMBERS = Number(process.env.BENCH_SLOW_MEMBERS ?? MEMBERS);
+/** How long the slow endpoint (`/slow`) takes to answer. */
+const SLOW_MS = 1000;
 const SECRET = "bench-signing-secret-0123456789abcdef";
 const ROOT = "bench-root-key-0123456789abcdef";
 
-/** The receiver: counts requests per phase, remembers ids, answers 200 at once. */
+/** The receiver: counts requests per phase, remembers ids, answers 200 at once (after SLOW_MS on /slow). */
 function startReceiver() {
   const state = { count: 0, first: 0, last: 0, ids: new Set<string>(), duplicates: 0 };
   const server = createServer((req, res) => {
@@ -39,7 +45,8 @@ function startReceiver() {
       if (state.count === 0) state.first = now;
       state.count++;
       state.last = now;
-      res.writeHead(200).end();
+      if (req.url?.startsWith("/slow")) setTimeout(() => res.writeHead(200).end(), SLOW_MS);
+      else res.writeHead(200).end();
     });
   });
   return {
@@ -132,7 +139,8 @@ async function main() {
     let t = performance.now();
     await client.query(
       `INSERT INTO profiles (workspace_id, profile_id, traits)
-       SELECT $1, 'member-' || i, jsonb_build_object('plan', 'pro', 'email', 'member-' || i || '@example.test') FROM generate_series(0, $2 - 1) i`,
+       SELECT $1, 'member-' || i, jsonb_build_object('plan', 'pro', 'email', 'member-' || i || '@example.test', 'n', i)
+       FROM generate_series(0, $2 - 1) i`,
       [workspaceId, MEMBERS],
     );
     await client.query("ANALYZE profiles");
@@ -140,7 +148,7 @@ async function main() {
     await admin("PUT", "/api/admin/providers", { channel: "Webhook", type: "Webhook", config: { signingSecret: SECRET } });
 
     // Warm-up: a small broadcast (JIT, connections), then the measured one.
-    const run = async (name: string, segmentDefinition: unknown) => {
+    const run = async (name: string, segmentDefinition: unknown, hook = "/hook") => {
       receiver.reset();
       const started = performance.now();
       const res = await admin("POST", "/api/admin/broadcasts/execute", {
@@ -148,7 +156,7 @@ async function main() {
         segmentDefinition,
         messageTemplateDefinition: {
           type: "Webhook",
-          url: `${receiverUrl}/hook`,
+          url: `${receiverUrl}${hook}`,
           method: "POST",
           body: '{"user":"{{ user.id }}","plan":"{{ user.plan }}"}',
         },
@@ -156,7 +164,8 @@ async function main() {
       const accepted = performance.now();
       for (;;) {
         const b = await admin("GET", `/api/admin/broadcasts/${res.broadcastId}`);
-        if (["Completed", "Failed", "Cancelled"].includes(b.status)) return { b, started, accepted, ...receiver.state };
+        if (["Completed", "Failed", "Cancelled"].includes(b.status))
+          return { b, started, accepted, ...receiver.state, distinct: receiver.state.ids.size };
         await new Promise((r) => setTimeout(r, 100));
       }
     };
@@ -171,11 +180,27 @@ async function main() {
     const rate = r.count / seconds;
     const firstMs = r.first - r.accepted;
     console.log(
-      `broadcast: ${r.b.status} counts ${JSON.stringify(r.b.counts)}; ${r.count} requests (${r.ids.size} distinct webhook-ids, ${r.duplicates} repeats) in ${seconds.toFixed(2)} s`,
+      `broadcast: ${r.b.status} counts ${JSON.stringify(r.b.counts)}; ${r.count} requests (${r.distinct} distinct webhook-ids, ${r.duplicates} repeats) in ${seconds.toFixed(2)} s`,
     );
 
     receiver.reset();
     const bare = await bareLoop(receiverUrl, MEMBERS);
+
+    // The slow endpoint: the first SLOW_MEMBERS members (by id order, an indexed range).
+    const slow = await run(
+      "bench-slow",
+      SLOW_MEMBERS >= MEMBERS
+        ? { entryNode: { type: "Everyone", id: "all" }, nodes: [] }
+        : {
+            entryNode: { type: "Trait", id: "n", path: "n", operator: { type: "LessThan", value: SLOW_MEMBERS } },
+            nodes: [],
+          },
+      "/slow",
+    );
+    const slowRate = slow.count / ((slow.last - slow.first) / 1000);
+    console.log(
+      `slow endpoint: ${slow.b.status} counts ${JSON.stringify(slow.b.counts)}; ${slow.count} requests (${slow.distinct} distinct, ${slow.duplicates} repeats)`,
+    );
     await client.end();
 
     const ratio = rate / bare;
@@ -186,7 +211,9 @@ async function main() {
     line("bare undici loop, signed requests/s", bare.toFixed(0), "—", true);
     line("broadcast / bare loop", ratio.toFixed(2), "≥ 0.5", ratio >= 0.5);
     line("execute 202 → first delivery (ms)", firstMs.toFixed(0), "≤ 1000", firstMs <= 1000);
-    line("every member exactly once", `${r.ids.size}/${MEMBERS}`, "all", r.ids.size === MEMBERS && r.b.counts.sent === MEMBERS);
+    line("every member exactly once", `${r.distinct}/${MEMBERS}`, "all", r.distinct === MEMBERS && r.b.counts.sent === MEMBERS);
+    line(`slow endpoint (${SLOW_MS} ms): messages/s (${slow.count})`, slowRate.toFixed(0), "—", true);
+    line("slow endpoint: repeated webhook-ids", String(slow.duplicates), "0", slow.duplicates === 0 && slow.b.counts.sent === slow.count);
   } finally {
     server.kill("SIGTERM");
     await new Promise((r) => server.once("exit", r));

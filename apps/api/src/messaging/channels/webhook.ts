@@ -37,7 +37,7 @@ export interface WebhookSenderOptions {
   maxRedirects?: number;
   /** Requests in flight per `send` call. Default 32. */
   concurrency?: number;
-  /** Keep-alive connections per origin (shared by every `send`). Default 64. */
+  /** Keep-alive connections per origin (shared by every `send`). Default 128: a broadcast's 4 senders × 32. */
   connectionsPerOrigin?: number;
   /** How long a host name's addresses are reused for new connections. Default 10 s; 0 disables. */
   dnsCacheMs?: number;
@@ -205,7 +205,7 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
     this.dnsCacheMs = options.dnsCacheMs ?? 10_000;
     this.resolver = options.resolver ?? ((host) => dnsLookup(host, { all: true, verbatim: true }) as Promise<ResolvedAddress[]>);
     this.agent = new Agent({
-      connections: options.connectionsPerOrigin ?? 64,
+      connections: options.connectionsPerOrigin ?? 128,
       keepAliveTimeout: 4_000,
       connect: { timeout: this.timeoutMs, lookup: this.guardedLookup },
     });
