@@ -26,7 +26,7 @@ export interface BroadcastRunnerOptions {
   sends: SendJobs;
 }
 
-/** The columns read (`COLUMNS`). */
+/** A broadcast as the runner reads it (`COLUMNS`). */
 interface BroadcastRow {
   status: string;
   request: { segmentDefinition?: SegmentDefinition; subscriptionGroupId?: string };
@@ -37,7 +37,17 @@ interface BroadcastRow {
   subscription_group_id: string | null;
   rate_limit_per_second: number | null;
 }
-const COLUMNS = "status, request, template, channel, segment_id, template_id, subscription_group_id, rate_limit_per_second";
+/** Exactly the row's keys (a column missing or extra does not compile). */
+const COLUMNS = Object.keys({
+  status: true,
+  request: true,
+  template: true,
+  channel: true,
+  segment_id: true,
+  template_id: true,
+  subscription_group_id: true,
+  rate_limit_per_second: true,
+} satisfies Record<keyof BroadcastRow, true>).join(", ");
 
 export class BroadcastRunner {
   constructor(private o: BroadcastRunnerOptions) {}
