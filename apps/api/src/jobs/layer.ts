@@ -21,6 +21,8 @@ export interface JobInfo {
   attempts: number;
   /** Aborted when a shutdown has waited half of `stopTimeoutMs` for this job: stop soon, and throw to be retried. */
   signal: AbortSignal;
+  /** Aborted as soon as a shutdown begins: a handler working in slices ends after the current one. */
+  stopping: AbortSignal;
 }
 
 /** Validate the payload (it is JSON from the database). Throwing fails the attempt; it is retried with back-off. */
@@ -65,7 +67,7 @@ export interface JobLayerOptions {
   role: "all" | "api" | "worker";
   /**
    * Jobs run at once by this process (default 8, TIDINGS_WORKER_CONCURRENCY), split between the
-   * lanes: half (at least 1) send messages, the rest run everything else (at least 1).
+   * lanes that have tasks: half (at least 1) send messages, the rest run everything else (at least 1).
    */
   concurrency?: number;
   /**
@@ -88,10 +90,12 @@ export async function migrateJobs(connectionString: string, log: JobLog = () => 
 }
 
 export function createJobLayer(opts: JobLayerOptions): JobLayer {
-  const concurrency = Math.max(2, opts.concurrency ?? 8);
-  const laneConcurrency: Record<JobLane, number> = {
-    send: Math.floor(concurrency / 2),
-    default: concurrency - Math.floor(concurrency / 2),
+  const concurrency = Math.max(1, opts.concurrency ?? 8);
+  /** A lane's slots: the whole concurrency when it is the only lane with tasks, else its half (at least 1). */
+  const laneConcurrency = (lane: JobLane, lanes: number) => {
+    if (lanes === 1) return concurrency;
+    const send = Math.max(1, Math.floor(concurrency / 2));
+    return lane === "send" ? send : Math.max(1, concurrency - send);
   };
   const pollInterval = opts.pollIntervalMs ?? 500;
   const stopTimeoutMs = opts.stopTimeoutMs ?? 10_000;
@@ -123,10 +127,11 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
     if (phase !== "new" || starting) throw new Error(`jobs: ${what} must be called before start()`);
   };
 
+  const shutdown = new AbortController();
   const plainTask =
     (handler: TaskHandler): Task =>
     (payload, helpers) =>
-      handler(payload, { id: helpers.job.id, attempts: helpers.job.attempts, signal: helpers.abortSignal });
+      handler(payload, { id: helpers.job.id, attempts: helpers.job.attempts, signal: helpers.abortSignal, stopping: shutdown.signal });
 
   /**
    * A recurring run: take the task's guard (a session advisory lock, released by PostgreSQL if
@@ -202,7 +207,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
           events,
           taskList,
           parsedCronItems: [],
-          concurrency: laneConcurrency[lane],
+          concurrency: laneConcurrency(lane, lanes.size),
           pollInterval,
           noHandleSignals: true, // shutdown is ours (main.ts)
           gracefulShutdownAbortTimeout: Math.floor(stopTimeoutMs / 2),
@@ -224,6 +229,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
 
   async function doStop() {
     phase = "stopped";
+    shutdown.abort();
     const runnersStopped = Promise.all(runners.map(stopRunner)); // at once: no new job from here on
     await listener?.close();
     await runnersStopped;

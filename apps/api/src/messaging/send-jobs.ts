@@ -51,7 +51,7 @@ export class SendJobs {
   }
 
   register() {
-    this.o.jobs.register(SEND_TASK, (p: SendPayload) => this.send(p), { lane: "send" });
+    this.o.jobs.register(SEND_TASK, (p: SendPayload, job) => this.send(p, job.stopping), { lane: "send" });
     this.o.jobs.register(TICK_TASK, () => this.tick());
     this.o.jobs.recurring(TICK_TASK, 1);
   }
@@ -78,7 +78,7 @@ export class SendJobs {
   }
 
   /** One sender's slice: take the slot (or leave: a live sender has it), send, yield or report. */
-  async send(p: SendPayload) {
+  async send(p: SendPayload, stopping?: AbortSignal) {
     const source = this.source(p.kind);
     const stream: StreamRef = { column: source.column, id: p.id };
     const client = await this.o.pool.connect();
@@ -96,7 +96,7 @@ export class SendJobs {
       ]);
       if (!rows[0]?.ok) return;
       try {
-        next = await this.slice(source, p.workspaceId, stream, () => lost !== undefined);
+        next = await this.slice(source, p.workspaceId, stream, () => lost !== undefined || stopping?.aborted === true);
       } finally {
         await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [SLOT_LOCK_SPACE, slotKey(p)]).catch((err: Error) => {
           lost ??= err; // dropping the connection frees the lock
@@ -106,20 +106,24 @@ export class SendJobs {
       client.off("error", onError);
       client.release(lost);
     }
-    // After the slot is free, so the successor can take it.
-    if (next === "more") await this.o.jobs.add(SEND_TASK, p, { key: jobKey(p) });
+    // After the slot is free, so the successor can take it. Should this fail, the tick revives the stream.
+    if (next === "more")
+      await this.o.jobs
+        .add(SEND_TASK, p, { key: jobKey(p) })
+        .catch((err) => this.o.log("warn", `re-queueing a sender failed: ${message(err)}`));
     else if (next === "idle") await this.idle(source, p.workspaceId, stream, p);
   }
 
-  private async slice(source: DeliverySource, workspaceId: string, stream: StreamRef, lostLock: () => boolean) {
+  /** Chunks until nothing is due, the slice is over, or `stop()` holds (the lock is lost, the process stops). */
+  private async slice(source: DeliverySource, workspaceId: string, stream: StreamRef, stop: () => boolean) {
     const until = Date.now() + SLICE_MS;
-    while (!lostLock()) {
+    while (!stop()) {
       const settings = await source.settings(workspaceId, stream.id);
       if (!settings) return "stopped";
       if ((await this.o.deliverer.deliverChunk(workspaceId, stream, settings)) === 0) return "idle";
       if (Date.now() >= until) return "more";
     }
-    return "stopped";
+    return "more"; // for a successor here or in another process (or the tick, once the database is back)
   }
 
   /** Nothing due now: the stream is drained, or a sender is scheduled for its next retry. */

@@ -135,3 +135,36 @@ describe("job keys", () => {
     expect(ran).toEqual([4]);
   });
 });
+
+describe("lanes", () => {
+  it("jobs of the send lane holding every one of its slots never delay the default lane's", async () => {
+    const layer = jobs.layer("worker", { concurrency: 2 });
+    const release = gate();
+    let sending = 0;
+    layer.register(
+      "long-send",
+      async () => {
+        sending++;
+        await release.opened;
+      },
+      { lane: "send" },
+    );
+    let quick = 0;
+    layer.register("quick", async () => {
+      quick++;
+    });
+    await layer.start();
+    try {
+      for (let i = 0; i < 3; i++) await layer.add("long-send", {});
+      await waitFor("send jobs to hold the send lane", () => sending >= 1);
+      await new Promise((r) => setTimeout(r, 300));
+      await layer.add("quick", {});
+      await layer.add("quick", {});
+      await waitFor("the default lane's jobs to run beside it", () => quick === 2);
+      expect(sending).toBe(1); // the send lane has 1 of the 2 slots
+    } finally {
+      release.open();
+      await layer.stop();
+    }
+  });
+});
