@@ -49,6 +49,9 @@ export interface MigrateResult {
 export async function migrate(databaseUrl: string, log: (msg: string) => void = () => {}): Promise<MigrateResult> {
   const migrations = await readMigrations();
   const client = new pg.Client({ connectionString: databaseUrl });
+  // A lost connection fails the statement under way (and so the migration); it must not also
+  // be an unhandled 'error' event.
+  client.on("error", () => {});
   await client.connect();
   const applied: string[] = [];
   try {

@@ -68,6 +68,9 @@ export class Listener {
   }
 
   private reconnectLater() {
+    // One reconnection at a time: a connection lost during connect() reports it twice (its
+    // 'error' event and connect()'s rejection), which would start a second, orphaned client.
+    if (this.retry || this.closed) return;
     const delay = Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures++);
     this.retry = setTimeout(() => {
       this.retry = null;
