@@ -99,8 +99,15 @@ export class SegmentEngine {
       while (await this.drainOutbox(client, workspaceId)) {}
       while (await this.fireTimers(client, workspaceId)) {}
     } finally {
-      if (locked) await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [lock]);
-      client.release();
+      // A connection that could not unlock (the database went away) is dropped, not pooled: its
+      // session, and the lock with it, ends. The refresh's own error, if any, is the one thrown.
+      const unlockFailed = locked
+        ? await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [lock]).then(
+            () => undefined,
+            (err: Error) => err,
+          )
+        : undefined;
+      client.release(unlockFailed);
       const left = this.refreshing.get(workspaceId)! - 1;
       if (left === 0) this.refreshing.delete(workspaceId);
       else this.refreshing.set(workspaceId, left);
@@ -223,17 +230,32 @@ export class SegmentEngine {
    * different segments touch different rows, so they never wait for one another).
    */
   private async inLanes<T>(db: pg.PoolClient, lanes: number, items: T[], fn: (lane: pg.PoolClient, item: T) => Promise<unknown>) {
-    const extra = items.length > 1 ? await Promise.all(Array.from({ length: lanes - 1 }, () => this.options.pool.connect())) : [];
-    let next = 0;
-    try {
-      await Promise.all(
-        [db, ...extra].map(async (lane) => {
-          while (next < items.length) await fn(lane, items[next++]!);
-        }),
-      );
-    } finally {
+    const connecting =
+      items.length > 1 ? await Promise.allSettled(Array.from({ length: lanes - 1 }, () => this.options.pool.connect())) : [];
+    const extra = connecting.flatMap((c) => (c.status === "fulfilled" ? [c.value] : []));
+    const refused = connecting.find((c) => c.status === "rejected");
+    if (refused) {
       for (const c of extra) c.release();
+      throw refused.reason;
     }
+    // The first failure stops every lane before any connection goes back to the pool: a lane
+    // still running would issue statements on a connection someone else may hold by then.
+    let next = 0;
+    let failed = false;
+    const outcomes = await Promise.allSettled(
+      [db, ...extra].map(async (lane) => {
+        try {
+          while (!failed && next < items.length) await fn(lane, items[next++]!);
+        } catch (err) {
+          failed = true;
+          throw err;
+        }
+      }),
+    );
+    // A lane that failed drops its connection (it may be broken); the others go back to the pool.
+    for (const [i, c] of extra.entries()) c.release(outcomes[i + 1]!.status === "rejected");
+    const failure = outcomes.find((o) => o.status === "rejected");
+    if (failure) throw failure.reason;
   }
 
   private async heavyIngestion(db: pg.PoolClient, workspaceId: string, ids: number) {
