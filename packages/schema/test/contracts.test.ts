@@ -52,6 +52,13 @@ describe("route contracts", () => {
     }
   });
 
+  it("answer UNAVAILABLE on every operation that needs the database (503 + Retry-After while it is unreachable)", () => {
+    // The metrics read NaN without it; the document is static.
+    for (const c of all.filter((c) => c.operationId !== "metrics.get" && c.operationId !== "openapi.get")) {
+      expect(c.errors, c.operationId).toContain("UNAVAILABLE");
+    }
+  });
+
   it("answer the admin errors on every admin operation", () => {
     for (const c of all.filter((c) => c.auth === "admin")) {
       expect(c.errors, c.operationId).toEqual(expect.arrayContaining(["VALIDATION_FAILED", "UNAUTHORIZED", "FORBIDDEN", "INTERNAL"]));

@@ -4,6 +4,7 @@ import { type ErrorCode, type ErrorIssue, type ErrorResponse, errorStatus } from
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
 import { ZodError } from "zod";
+import { isDatabaseUnavailable } from "../db/errors.ts";
 
 export class ApiError extends Error {
   override name = "ApiError";
@@ -23,6 +24,9 @@ export class ApiError extends Error {
 
 export const badRequest = (message: string, issues?: ErrorIssue[]) => new ApiError("VALIDATION_FAILED", message, issues);
 export const notFound = (what: string) => new ApiError("NOT_FOUND", `${what} not found`);
+/** PostgreSQL cannot be reached (stopped, restarting, cut off): the request may be sent again. */
+export const databaseUnavailable = () =>
+  new ApiError("UNAVAILABLE", "The database is unreachable; retry later", undefined, { "retry-after": "2" });
 
 const joinPath = (path: readonly PropertyKey[]) => path.map(String).join(".") || "(body)";
 
@@ -60,6 +64,8 @@ const fastifyCodes: Record<string, ErrorCode> = {
 
 function toApiError(err: FastifyError | Error): ApiError | null {
   if (err instanceof ApiError) return err;
+  // Whatever was under way (a query, a transaction, a key lookup), never a 500.
+  if (isDatabaseUnavailable(err)) return databaseUnavailable();
   if (hasZodFastifySchemaValidationErrors(err)) {
     const where = (err as FastifyError & { validationContext?: string }).validationContext ?? "body";
     const issues = err.validation.flatMap((v) => {
@@ -89,10 +95,18 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, err: Api
   return reply.status(err.status).type("application/json").send(body);
 }
 
+function logFailure(request: FastifyRequest, err: Error, apiError: ApiError) {
+  if (apiError.status < 500) return;
+  // A 503 is a state (overload, shutdown, a database outage failing every request at once), not
+  // a bug: a line each, without the stack. The last line of the cause: Prisma's start with the call site.
+  if (apiError.code === "UNAVAILABLE") request.log.warn({ reason: err.message.trim().split("\n").pop() }, "unavailable");
+  else request.log.error({ err }, "request failed");
+}
+
 /** Errors the router raises before a route runs (bad URL encoding, over-long parameters). */
 export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const apiError = toApiError(err) ?? new ApiError("INTERNAL", "Internal error");
-  if (apiError.status >= 500) request.log.error({ err }, "request failed");
+  logFailure(request, err, apiError);
   sendError(reply, request, apiError);
 }
 
@@ -100,7 +114,7 @@ export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const apiError = toApiError(err);
     if (apiError) {
-      if (apiError.status >= 500) request.log.error({ err }, "request failed");
+      logFailure(request, err, apiError);
       return sendError(reply, request, apiError);
     }
     if (isResponseSerializationError(err)) request.log.error({ err, issues: err.cause.issues }, "response did not match its schema");

@@ -2,7 +2,7 @@
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { AppContext } from "./context.ts";
-import { ApiError } from "./errors.ts";
+import { databaseUnavailable } from "./errors.ts";
 import { route } from "./route.ts";
 
 export const healthRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
@@ -11,7 +11,7 @@ export const healthRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app,
     try {
       await ctx.db.pool.query("SELECT 1");
     } catch {
-      throw new ApiError("UNAVAILABLE", "Database unreachable", undefined, { "retry-after": "5" });
+      throw databaseUnavailable();
     }
     return { status: "ok" as const };
   });

@@ -47,9 +47,12 @@ export interface Contract {
 /** Declares a contract, keeping its literal types (operationId, path, schemas) for inference. */
 export const defineContract = <const C extends Contract>(contract: C): C => contract;
 
-/** The errors every admin operation can answer, plus `extra` (e.g. `NOT_FOUND`, `CONFLICT`). */
+/**
+ * The errors every admin operation can answer, plus `extra` (e.g. `NOT_FOUND`, `CONFLICT`).
+ * `UNAVAILABLE`: overloaded, or the database cannot be reached.
+ */
 export const adminErrors = <const E extends ErrorCode[]>(...extra: E) =>
-  ["VALIDATION_FAILED", "UNAUTHORIZED", "FORBIDDEN", ...extra, "INTERNAL"] as const;
+  ["VALIDATION_FAILED", "UNAUTHORIZED", "FORBIDDEN", ...extra, "UNAVAILABLE", "INTERNAL"] as const;
 
 /** The errors every ingestion operation can answer. */
 export const ingestErrors = [

@@ -89,7 +89,7 @@ export const messagingContracts = [
     description: "Shows a small HTML page with a button that POSTs the unsubscribe. A forged or expired token gets a 400 page.",
     query: UnsubscribeQuery,
     success: { status: 200, description: "HTML page.", schema: z.string(), contentType: "text/html" },
-    errors: ["VALIDATION_FAILED", "INTERNAL"],
+    errors: ["VALIDATION_FAILED", "UNAVAILABLE", "INTERNAL"],
   }),
   defineContract({
     operationId: "unsubscribe.confirm",
@@ -102,6 +102,6 @@ export const messagingContracts = [
       "Unsubscribes the token's user from its subscription group and answers a small HTML page. Works with any body (one-click clients send `List-Unsubscribe=One-Click`). A forged or expired token gets a 400 page.",
     query: UnsubscribeQuery,
     success: { status: 200, description: "HTML page.", schema: z.string(), contentType: "text/html" },
-    errors: ["VALIDATION_FAILED", "INTERNAL"],
+    errors: ["VALIDATION_FAILED", "UNAVAILABLE", "INTERNAL"],
   }),
 ] as const;

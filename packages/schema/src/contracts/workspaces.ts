@@ -22,7 +22,7 @@ export const workspaceContracts = [
     summary: "Create a workspace with a write key and an admin API key",
     body: CreateWorkspaceRequestBody,
     success: { status: 201, description: "Created. The keys are shown only here.", schema: CreateWorkspaceResponse },
-    errors: ["VALIDATION_FAILED", "UNAUTHORIZED", "CONFLICT", "INTERNAL"],
+    errors: ["VALIDATION_FAILED", "UNAUTHORIZED", "CONFLICT", "UNAVAILABLE", "INTERNAL"],
   }),
   defineContract({
     operationId: "workspaces.list",
@@ -33,7 +33,7 @@ export const workspaceContracts = [
     summary: "List workspaces, ordered by name then id",
     query: WorkspaceListQuery,
     success: { status: 200, description: "A page of workspaces.", schema: WorkspaceListResponse },
-    errors: ["VALIDATION_FAILED", "UNAUTHORIZED", "INTERNAL"],
+    errors: ["VALIDATION_FAILED", "UNAUTHORIZED", "UNAVAILABLE", "INTERNAL"],
   }),
   defineContract({
     operationId: "workspaces.apiKeys.create",
@@ -47,6 +47,6 @@ export const workspaceContracts = [
     params: WorkspaceParams,
     body: CreateWorkspaceApiKeyRequestBody,
     success: { status: 201, description: "Created; `key` is shown only here.", schema: CreatedApiKeyResponse },
-    errors: ["VALIDATION_FAILED", "UNAUTHORIZED", "NOT_FOUND", "INTERNAL"],
+    errors: ["VALIDATION_FAILED", "UNAUTHORIZED", "NOT_FOUND", "UNAVAILABLE", "INTERNAL"],
   }),
 ] as const;
