@@ -38,6 +38,8 @@ export interface StartEmbeddedOptions {
   onLog?: (line: string) => void;
   /** Extra postgres flags (the test suites turn off fsync, for instance). */
   postgresFlags?: string[];
+  /** The port to listen on (default: a free one); a test restarting PostgreSQL keeps its port. */
+  port?: number;
 }
 
 /**
@@ -143,7 +145,7 @@ export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Prom
   await mkdir(options.dataDir, { recursive: true });
   // As root, PostgreSQL runs as a `postgres` user that must be able to reach its directory.
   if (asRoot) await chmod(options.dataDir, 0o755);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const user = "tidings";
   // Only reachable on loopback; the password keeps other local users out.
   const password = "tidings-embedded";

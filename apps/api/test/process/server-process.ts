@@ -94,18 +94,29 @@ export async function killStarted() {
 export interface Load {
   /** messageIds of every batch answered 204. */
   acked: string[];
-  /** Every answer other than 204, or 503 with Retry-After, as `status body`. */
+  /** Batches answered 503 with Retry-After and the error envelope. */
+  unavailable: number;
+  /** Every answer other than 204, or 503 with Retry-After and the error envelope, as `status body`. */
   wrong: string[];
   stop(): Promise<void>;
 }
 
+const isUnavailableEnvelope = (text: string) => {
+  try {
+    return (JSON.parse(text) as { error?: { code?: unknown } }).error?.code === "UNAVAILABLE";
+  } catch {
+    return false;
+  }
+};
+
 /**
  * `loops` clients sending 20-event batches until stopped or the server goes away (a refused or
- * reset connection ends a client: no answer is not a wrong answer).
+ * reset connection ends a client: no answer is not a wrong answer). After a 503 a client waits
+ * `pauseOn503Ms` before its next batch (a real client would wait Retry-After seconds).
  */
-export function startLoad(server: ServerProcess, writeKey: string, tag: string, loops = 8): Load {
+export function startLoad(server: ServerProcess, writeKey: string, tag: string, loops = 8, pauseOn503Ms = 0): Load {
   const auth = `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`;
-  const load: Load = { acked: [], wrong: [], stop: async () => {} };
+  const load: Load = { acked: [], unavailable: 0, wrong: [], stop: async () => {} };
   let stopping = false;
   const client = async (loop: number) => {
     for (let n = 0; !stopping; n++) {
@@ -125,8 +136,11 @@ export function startLoad(server: ServerProcess, writeKey: string, tag: string, 
         });
         const text = await res.text();
         if (res.status === 204) load.acked.push(...ids);
-        // 503 + Retry-After is the server shedding load or closing: a valid answer.
-        else if (res.status !== 503 || !res.headers.get("retry-after")) load.wrong.push(`${res.status} ${text}`);
+        // 503 + Retry-After is the server shedding load, closing or without its database: a valid answer.
+        else if (res.status === 503 && res.headers.get("retry-after") && isUnavailableEnvelope(text)) {
+          load.unavailable++;
+          if (pauseOn503Ms > 0) await new Promise((r) => setTimeout(r, pauseOn503Ms));
+        } else load.wrong.push(`${res.status} ${res.headers.get("retry-after") ?? "-"} ${text}`);
       } catch {
         return; // the server is gone
       }

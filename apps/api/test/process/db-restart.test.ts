@@ -1,0 +1,177 @@
+// The database may go away: a server process runs against a PostgreSQL of the test's own, which is
+// stopped for 10 s and started again on the same data directory and port, three times, while 8
+// clients post ingestion batches. The server must stay up, answer only 204 or 503 + Retry-After
+// (the error envelope) meanwhile, keep every acknowledged event, say it is not ready while the
+// database is away, and have its segment engine follow a new event within 2 s of each return.
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from "../../src/db/embedded.ts";
+import { killStarted, type ServerProcess, startLoad, startServer } from "./server-process.ts";
+
+const OUTAGES = 3;
+const DOWN_MS = 10_000;
+/** Ingestion running before each stop. */
+const LOAD_MS = 2_000;
+/** From the database's return to the segment following a new event. */
+const SEGMENT_LAG_MS = 2_000;
+const ROOT_KEY = "root-key-for-db-restart-0123456789abcdef";
+const SECRET_KEY = "secret-key-for-db-restart-0123456789abcdef";
+// A clean stop checkpoints; nothing here needs durability across a power loss.
+const PG_FLAGS = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"];
+
+let dir: string | null = null;
+let database: EmbeddedDatabase | null = null;
+
+afterAll(async () => {
+  await killStarted();
+  await database?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function call(server: ServerProcess, key: string, method: string, p: string, body?: unknown) {
+  const res = await fetch(server.url + p, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** Sends one `Marker` event for `userId`, as a client would: again after each 503. */
+async function sendMarker(server: ServerProcess, writeKey: string, userId: string) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const res = await fetch(`${server.url}/v1/track`, {
+      method: "POST",
+      headers: { authorization: `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`, "content-type": "application/json" },
+      body: JSON.stringify({ userId, event: "Marker", messageId: `marker-${userId}` }),
+    });
+    const text = await res.text();
+    if (res.status === 204) return;
+    if (res.status !== 503 || Date.now() > deadline) throw new Error(`marker for ${userId}: ${res.status} ${text}`);
+    await sleep(20);
+  }
+}
+
+/** Waits (at most 15 s, to report how late it is) until `userId` is a member; returns when it was seen. */
+async function memberSince(server: ServerProcess, adminKey: string, segmentId: string, userId: string): Promise<number> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const res = await fetch(`${server.url}/api/admin/segments/${segmentId}/users?limit=500`, {
+      headers: { authorization: `Bearer ${adminKey}` },
+    });
+    if (res.status === 200) {
+      const body = (await res.json()) as { items: { userId: string }[] };
+      if (body.items.some((u) => u.userId === userId)) return Date.now();
+    } else await res.text();
+    if (Date.now() > deadline) throw new Error(`${userId} never entered the segment`);
+    await sleep(50);
+  }
+}
+
+/** How many of `ids` the events table holds. */
+async function countStored(databaseUrl: string, workspaceId: string, ids: string[]): Promise<{ stored: number; missing: string[] }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ message_id: string }>(
+      "SELECT message_id FROM events WHERE workspace_id = $1 AND message_id = ANY($2::text[])",
+      [workspaceId, ids],
+    );
+    const found = new Set(rows.map((r) => r.message_id));
+    return { stored: rows.length, missing: ids.filter((id) => !found.has(id)) };
+  } finally {
+    await client.end();
+  }
+}
+
+describe("the database goes away and comes back", () => {
+  it("three 10 s stops of PostgreSQL under ingestion: the server stays up, answers 204 or 503 + Retry-After, loses nothing acknowledged, and its segments follow events again", {
+    timeout: 150_000,
+  }, async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "tidings-db-restart-"));
+    const port = await freePort();
+    // The temporary directory itself is the data directory (as root, it is opened to `postgres`).
+    const startDatabase = () => startEmbeddedPostgres({ dataDir: dir!, port, postgresFlags: PG_FLAGS });
+    database = await startDatabase();
+    const databaseUrl = database.urlFor("postgres");
+    const server = await startServer(path.join(dir, "server"), {
+      DATABASE_URL: databaseUrl,
+      TIDINGS_ROOT_KEY: ROOT_KEY,
+      TIDINGS_SECRET_KEY: SECRET_KEY,
+    });
+    let exit: string | null = null;
+    void server.exited.then(([code, signal]) => {
+      exit = `exit code ${code}, signal ${signal}`;
+    });
+    // The server's output without its one line per request answered 503 during an outage.
+    const failure = (what: string) => {
+      const lines = server.output().split("\n");
+      const kept = lines.filter((l) => !l.includes('"msg":"unavailable"'));
+      return `${what}\n--- server output (${lines.length - kept.length} "unavailable" lines left out) ---\n${kept.join("\n").slice(-8_000)}`;
+    };
+
+    const ws = await call(server, ROOT_KEY, "POST", "/api/admin/workspaces", { name: "db-restart" });
+    const segment = await call(server, ws.adminApiKey, "PUT", "/api/admin/segments", {
+      name: "marked",
+      definition: { entryNode: { type: "Performed", id: "m", event: "Marker" }, nodes: [] },
+    });
+
+    // Clients pause 50 ms after a 503: they keep asking all through the outage without spinning.
+    const load = startLoad(server, ws.writeKey, "restart", 8, 50);
+    const lags: number[] = [];
+    for (let round = 1; round <= OUTAGES; round++) {
+      await sleep(LOAD_MS);
+      const unavailableBefore = load.unavailable;
+      await database.stop();
+      database = null;
+      await sleep(DOWN_MS / 2);
+      expect(exit, failure(`the server exited during outage ${round}`)).toBeNull();
+      // Readiness and the admin API say so too.
+      for (const [p, headers] of [
+        ["/health/ready", {}],
+        ["/api/admin/segments", { authorization: `Bearer ${ws.adminApiKey}` }],
+      ] as const) {
+        const res = await fetch(server.url + p, { headers });
+        const body = (await res.json()) as { error?: { code?: string } };
+        expect(res.status, failure(`${p} while the database is away`)).toBe(503);
+        expect(res.headers.get("retry-after"), p).toMatch(/^\d+$/);
+        expect(body.error?.code, p).toBe("UNAVAILABLE");
+      }
+      await sleep(DOWN_MS / 2);
+      expect(exit, failure(`the server exited during outage ${round}`)).toBeNull();
+      expect(load.wrong.slice(0, 3), failure(`${load.wrong.length} answers other than 204 or 503 + Retry-After`)).toEqual([]);
+      expect(load.unavailable, "the clients saw the outage").toBeGreaterThan(unavailableBefore);
+
+      database = await startDatabase();
+      const back = Date.now();
+      const ackedAtReturn = load.acked.length;
+      const userId = `marker-${round}`;
+      await sendMarker(server, ws.writeKey, userId);
+      const seen = await memberSince(server, ws.adminApiKey, segment.id, userId).catch((err: Error) => {
+        throw new Error(failure(`after outage ${round}: ${err.message}`));
+      });
+      lags.push(seen - back);
+      expect(seen - back, failure(`segment lag after each return: ${lags.join(", ")} ms`)).toBeLessThanOrEqual(SEGMENT_LAG_MS);
+      await expect
+        .poll(() => load.acked.length, { message: "the clients' ingestion resumed", timeout: 5_000 })
+        .toBeGreaterThan(ackedAtReturn);
+    }
+    await sleep(1_000);
+    await load.stop();
+
+    expect(exit, failure("the server exited")).toBeNull();
+    expect(load.wrong.slice(0, 5), failure(`${load.wrong.length} answers other than 204 or 503 + Retry-After`)).toEqual([]);
+    const acked = [...new Set(load.acked)];
+    const { stored, missing } = await countStored(databaseUrl, ws.workspace.id, acked);
+    expect(missing.slice(0, 5), `${missing.length} of ${acked.length} acknowledged events lost`).toEqual([]);
+    expect(stored).toBe(acked.length);
+  });
+});
