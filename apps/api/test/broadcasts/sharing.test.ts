@@ -1,31 +1,27 @@
 // Sending never takes the worker from the rest of the server: while three broadcasts run — one
 // paced at 10 messages/s, one to an endpoint answering in 2 s, one large and fast — a user's
 // segment membership follows each of its events within a second.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identify, segmentWorld } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { broadcastEnd, getBroadcast, plan } from "./support.ts";
 
 let t: TestApp;
-let receiver: Server;
+let receiver: Receiver;
 let receiverUrl: string;
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => setTimeout(() => res.writeHead(200).end(), req.url === "/slow" ? 2000 : 0));
+  receiver = await startReceiver(({ path }, res) => {
+    setTimeout(() => res.writeHead(200).end(), path === "/slow" ? 2000 : 0);
   });
-  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiverUrl = receiver.url;
   // The default worker concurrency (8: 4 sending, 4 for everything else).
   t = await createTestApp({ webhookAllowedHosts: ["127.0.0.1"] });
 });
 afterAll(async () => {
   await t?.close();
-  receiver?.closeAllConnections();
-  await new Promise((r) => receiver?.close(r));
+  await receiver?.close();
 });
 
 const hook = (path: string) => ({ type: "Webhook", url: `${receiverUrl}${path}`, method: "POST", body: '{"user":"{{ user.id }}"}' });

@@ -3,12 +3,12 @@
 // renew their claims while the provider works, so every member gets exactly one message — counted
 // at the receiver by `webhook-id` and `Message-ID` — and a broadcast never has more senders than
 // its slots, however long its chunks take.
-import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { segmentWorld } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { broadcastEnd, plan } from "./support.ts";
 
 /** Each webhook request is answered after this long. */
@@ -17,7 +17,7 @@ const WEBHOOK_DELAY_MS = 2000;
 const SMTP_DELAY_MS = 250;
 
 let t: TestApp;
-let receiver: Server;
+let receiver: Receiver;
 let receiverUrl: string;
 /** webhook-id → requests received with it. */
 const hooks = new Map<string, number>();
@@ -27,16 +27,11 @@ let smtpPort: number;
 const mails = new Map<string, number>();
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      const id = String(req.headers["webhook-id"]);
-      hooks.set(id, (hooks.get(id) ?? 0) + 1);
-      setTimeout(() => res.writeHead(200).end(), WEBHOOK_DELAY_MS);
-    });
+  receiver = await startReceiver(({ id }, res) => {
+    hooks.set(id, (hooks.get(id) ?? 0) + 1);
+    setTimeout(() => res.writeHead(200).end(), WEBHOOK_DELAY_MS);
   });
-  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiverUrl = receiver.url;
   smtp = new SMTPServer({
     disabledCommands: ["STARTTLS", "AUTH"],
     logger: false,
@@ -57,8 +52,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await t?.close();
-  receiver?.closeAllConnections();
-  await new Promise((r) => receiver?.close(r));
+  await receiver?.close();
   await new Promise<void>((r) => smtp?.close(() => r()));
 });
 

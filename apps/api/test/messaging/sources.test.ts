@@ -3,39 +3,31 @@
 // the run's event in the Liquid scope, marked — a second queue of one (run, node) is a no-op, a
 // Paused journey's messages wait, and the database refuses a delivery without exactly one source.
 import { randomUUID } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inTransaction } from "../../src/db/transaction.ts";
 import { queueJourneyMessage } from "../../src/journeys/delivery-source.ts";
 import { waitFor } from "../broadcasts/support.ts";
 import { identify, segmentWorld } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
 
 let t: TestApp;
-let receiver: Server;
+let receiver: Receiver;
 let receiverUrl: string;
 /** webhook-id → bodies received with it. */
 const got = new Map<string, string[]>();
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      const id = String(req.headers["webhook-id"]);
-      got.set(id, [...(got.get(id) ?? []), body]);
-      res.writeHead(200).end();
-    });
+  receiver = await startReceiver(({ id, body }, res) => {
+    got.set(id, [...(got.get(id) ?? []), body]);
+    res.writeHead(200).end();
   });
-  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiverUrl = receiver.url;
   t = await createTestApp({ webhookAllowedHosts: ["127.0.0.1"] });
 });
 afterAll(async () => {
   await t?.close();
-  receiver?.closeAllConnections();
-  await new Promise((r) => receiver?.close(r));
+  await receiver?.close();
 });
 
 async function journeyWorld(status: "Running" | "Paused") {
