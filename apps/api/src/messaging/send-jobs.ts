@@ -143,7 +143,8 @@ export class SendJobs {
         `SELECT a.workspace_id, a.id FROM unnest($1::uuid[], $2::uuid[]) AS a(workspace_id, id)
          WHERE NOT EXISTS (
            SELECT 1 FROM pg_locks l, generate_series(0, $5::int - 1) AS slot
-           WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.classid = $3::int8::oid
+           WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+             AND l.objsubid = 2 AND l.classid = $3::int8::oid
              AND l.objid = (hashtext($4 || ':' || a.id || ':' || slot)::int8 & 4294967295)::oid)`,
         [streams.map((s) => s.workspaceId), streams.map((s) => s.id), SLOT_LOCK_SPACE, source.kind, SENDERS],
       );
