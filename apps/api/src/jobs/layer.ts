@@ -8,6 +8,7 @@ import { graphileLogger, type JobLog } from "./log.ts";
 import {
   addJobQuery,
   ENSURE_RECURRING,
+  JOBS_SCHEMA,
   type JobOptions,
   QUEUE_STATS,
   RECURRING_LOCK_SPACE,
@@ -196,28 +197,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
       // Nothing to run here (the api role, or no task yet): graphile-worker would poll for nothing.
       await runMigrations({ pgPool: pool, logger });
     } else {
-      for (const [lane, taskList] of lanes) {
-        const events: WorkerEvents = new EventEmitter();
-        events.on("pool:create", ({ workerPool: created }) => {
-          workerPools.push(created);
-        });
-        const runner = await run({
-          pgPool: pool,
-          logger,
-          events,
-          taskList,
-          parsedCronItems: [],
-          concurrency: laneConcurrency(lane, lanes.size),
-          pollInterval,
-          noHandleSignals: true, // shutdown is ours (main.ts)
-          gracefulShutdownAbortTimeout: Math.floor(stopTimeoutMs / 2),
-          // Unbatched (-1), a finished job's completion is not awaited by the shutdown, which can
-          // then end before the job is marked done (seen in the shutdown test); batched, it is.
-          preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
-        });
-        runner.promise.catch((err) => log("error", `job runner (${lane}) stopped: ${err instanceof Error ? err.message : String(err)}`));
-        runners.push(runner);
-      }
+      for (const [lane, taskList] of lanes) await startRunner(lane, taskList, lanes.size, logger);
       for (const task of recurringTasks.keys()) await pool.query(ENSURE_RECURRING, [task, recurringKey(task)]);
     }
     if (runsJobs && channels.size > 0) {
@@ -225,6 +205,73 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
       await listener.start();
     }
     phase = "started";
+  }
+
+  async function startRunner(lane: JobLane, taskList: TaskList, laneCount: number, logger: ReturnType<typeof graphileLogger>) {
+    const events: WorkerEvents = new EventEmitter();
+    const poolIds: string[] = [];
+    events.on("pool:create", ({ workerPool: created }) => {
+      workerPools.push(created);
+      poolIds.push(created.id);
+    });
+    const runner = await run({
+      pgPool: pool,
+      logger,
+      events,
+      taskList,
+      parsedCronItems: [],
+      concurrency: laneConcurrency(lane, laneCount),
+      pollInterval,
+      noHandleSignals: true, // shutdown is ours (main.ts)
+      gracefulShutdownAbortTimeout: Math.floor(stopTimeoutMs / 2),
+      // Unbatched (-1), a finished job's completion is not awaited by the shutdown, which can
+      // then end before the job is marked done (seen in the shutdown test); batched, it is.
+      preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+    });
+    runners.push(runner);
+    const ended = (reason: string) => {
+      runners.splice(runners.indexOf(runner), 1);
+      if (phase === "stopped") return;
+      log("warn", `job runner (${lane}) stopped (${reason}); starting another`);
+      void restartRunner(lane, taskList, laneCount, logger, poolIds);
+    };
+    runner.promise.then(
+      () => ended("its worker pool shut down"),
+      (err) => ended(err instanceof Error ? err.message : String(err)),
+    );
+    if (phase === "stopped") await stopRunner(runner);
+  }
+
+  /**
+   * A runner stops by itself when its worker pool gives up: graphile-worker shuts the pool down
+   * once marking a job done or failed has failed 20 times (a few minutes without the database;
+   * see patches/graphile-worker@0.17.3.patch). The process would stay up and run no job again:
+   * another runner takes over once the database answers. The jobs the dead pool held are unlocked
+   * (they would wait 4 h) and each recurring task of the lane gets a run (one whose rescheduling
+   * failed kept the key on its locked job).
+   */
+  async function restartRunner(
+    lane: JobLane,
+    taskList: TaskList,
+    laneCount: number,
+    logger: ReturnType<typeof graphileLogger>,
+    deadPools: string[],
+  ) {
+    const stopped = () => phase === "stopped";
+    for (let attempt = 0; !stopped(); attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt)));
+      if (stopped()) return;
+      try {
+        if (deadPools.length > 0) await pool.query(`SELECT ${JOBS_SCHEMA}.force_unlock_workers($1::text[])`, [deadPools]);
+        for (const task of recurringTasks.keys()) {
+          if (task in taskList) await pool.query(ENSURE_RECURRING, [task, recurringKey(task)]);
+        }
+        await startRunner(lane, taskList, laneCount, logger);
+        return;
+      } catch (err) {
+        if (attempt % 10 === 0) log("warn", `job runner (${lane}) not started yet: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
   }
 
   async function doStop() {
