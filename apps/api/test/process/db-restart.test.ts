@@ -2,13 +2,15 @@
 // stopped for 10 s and started again on the same data directory and port, three times, while 8
 // clients post ingestion batches. The server must stay up, answer only 204 or 503 + Retry-After
 // (the error envelope) meanwhile, keep every acknowledged event, say it is not ready while the
-// database is away, and have its segment engine follow a new event within 2 s of each return.
+// database is away, and have its segment engine follow a new event within 2 s of each return; a
+// paced broadcast sending all along completes with each member reached once.
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from "../../src/db/embedded.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { killStarted, type ServerProcess, startLoad, startServer } from "./server-process.ts";
 
 const OUTAGES = 3;
@@ -22,11 +24,16 @@ const SECRET_KEY = "secret-key-for-db-restart-0123456789abcdef";
 // A clean stop checkpoints; nothing here needs durability across a power loss.
 const PG_FLAGS = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"];
 
+/** Members of the broadcast, sent at 10 a second: it spans the three outages. */
+const MEMBERS = 400;
+
 let dir: string | null = null;
 let database: EmbeddedDatabase | null = null;
+let receiver: Receiver | null = null;
 
 afterAll(async () => {
   await killStarted();
+  await receiver?.close();
   await database?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -94,7 +101,7 @@ async function countStored(databaseUrl: string, workspaceId: string, ids: string
 
 describe("the database goes away and comes back", () => {
   it("three 10 s stops of PostgreSQL under ingestion: the server stays up, answers 204 or 503 + Retry-After, loses nothing acknowledged, and its segments follow events again", {
-    timeout: 150_000,
+    timeout: 240_000,
   }, async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), "tidings-db-restart-"));
     const port = await freePort();
@@ -102,10 +109,17 @@ describe("the database goes away and comes back", () => {
     const startDatabase = () => startEmbeddedPostgres({ dataDir: dir!, port, postgresFlags: PG_FLAGS });
     database = await startDatabase();
     const databaseUrl = database.urlFor("postgres");
+    /** webhook-id → the users it carried (one per request). */
+    const hooks = new Map<string, string[]>();
+    receiver = await startReceiver(({ id, body }, res) => {
+      hooks.set(id, [...(hooks.get(id) ?? []), JSON.parse(body).user]);
+      res.writeHead(200).end();
+    });
     const server = await startServer(path.join(dir, "server"), {
       DATABASE_URL: databaseUrl,
       TIDINGS_ROOT_KEY: ROOT_KEY,
       TIDINGS_SECRET_KEY: SECRET_KEY,
+      TIDINGS_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
     });
     let exit: string | null = null;
     void server.exited.then(([code, signal]) => {
@@ -122,6 +136,23 @@ describe("the database goes away and comes back", () => {
     const segment = await call(server, ws.adminApiKey, "PUT", "/api/admin/segments", {
       name: "marked",
       definition: { entryNode: { type: "Performed", id: "m", event: "Marker" }, nodes: [] },
+    });
+
+    const members = Array.from({ length: MEMBERS }, (_, i) => `member-${i}`);
+    const batch = await fetch(`${server.url}/v1/batch`, {
+      method: "POST",
+      headers: { authorization: `Basic ${Buffer.from(`${ws.writeKey}:`).toString("base64")}`, "content-type": "application/json" },
+      body: JSON.stringify({ batch: members.map((userId) => ({ type: "identify", userId, traits: { plan: "broadcast" } })) }),
+    });
+    expect(batch.status).toBe(204);
+    const broadcast = await call(server, ws.adminApiKey, "POST", "/api/admin/broadcasts/execute", {
+      broadcastName: "through-outages",
+      segmentDefinition: {
+        entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value: "broadcast" } },
+        nodes: [],
+      },
+      messageTemplateDefinition: { type: "Webhook", url: `${receiver.url}/hook`, method: "POST", body: '{"user":"{{ user.id }}"}' },
+      rateLimitPerSecond: 10,
     });
 
     // Clients pause 50 ms after a 503: they keep asking all through the outage without spinning.
@@ -173,5 +204,22 @@ describe("the database goes away and comes back", () => {
     const { stored, missing } = await countStored(databaseUrl, ws.workspace.id, acked);
     expect(missing.slice(0, 5), `${missing.length} of ${acked.length} acknowledged events lost`).toEqual([]);
     expect(stored).toBe(acked.length);
+
+    // The broadcast went on through the outages and reached each member once.
+    expect(hooks.size, "the broadcast was still sending after the outages").toBeLessThan(MEMBERS);
+    await expect
+      .poll(async () => (await call(server, ws.adminApiKey, "GET", `/api/admin/broadcasts/${broadcast.broadcastId}`)).status, {
+        message: "the broadcast completes",
+        timeout: 60_000,
+        interval: 500,
+      })
+      .toBe("Completed");
+    const counts = (await call(server, ws.adminApiKey, "GET", `/api/admin/broadcasts/${broadcast.broadcastId}`)).counts;
+    expect(counts).toEqual({ audience: MEMBERS, sent: MEMBERS, failed: 0, skipped: 0, pending: 0 });
+    expect([...hooks.values()].flat().sort()).toEqual([...members].sort());
+    expect(
+      [...hooks.entries()].filter(([, users]) => users.length > 1),
+      failure("webhook-ids received twice"),
+    ).toEqual([]);
   });
 });
