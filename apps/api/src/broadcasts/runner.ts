@@ -6,7 +6,6 @@ import type { MessageTemplateDefinition, SegmentDefinition } from "@tidings/sche
 import type pg from "pg";
 import { inTransaction } from "../db/transaction.ts";
 import type { JobLayer } from "../jobs/index.ts";
-import { MAX_CHUNK } from "../messaging/deliver.ts";
 import type { SendJobs } from "../messaging/send-jobs.ts";
 import type { DeliverySource, StreamSettings } from "../messaging/sources.ts";
 import type { SegmentEngine } from "../segments/engine/index.ts";
@@ -16,7 +15,7 @@ import { releaseBroadcast, START_TASK } from "./service.ts";
 const TICK_TASK = "broadcasts.tick";
 const KIND = "broadcast";
 /** Members written and sent before the rest of the audience is (the first messages go out at once). */
-const FIRST_SLICE = MAX_CHUNK;
+const FIRST_SLICE = 1000;
 
 export interface BroadcastRunnerOptions {
   pool: pg.Pool;

@@ -32,7 +32,7 @@ const CHUNK_TARGET_MS = 2000;
 /** Bounds of a claim: the first claim of a stream is FIRST_CHUNK (its pace is not known yet). */
 const MIN_CHUNK = 10;
 const FIRST_CHUNK = 100;
-export const MAX_CHUNK = 1000;
+const MAX_CHUNK = 2000;
 /** What is read once per few seconds rather than per chunk. */
 const CACHE_MS = 5000;
 
@@ -198,7 +198,11 @@ export class Deliverer {
     ]);
     const marks: Marked[] = [];
     const byChannel = new Map<Channel, Claimed[]>();
-    for (const c of claimed) byChannel.set(c.channel, [...(byChannel.get(c.channel) ?? []), c]);
+    for (const c of claimed) {
+      const rows = byChannel.get(c.channel);
+      if (rows) rows.push(c);
+      else byChannel.set(c.channel, [c]);
+    }
     for (const [channel, rows] of byChannel) {
       const { provider, providerError } = await this.channel(workspaceId, channel);
       const trait = contactTrait(channel, provider?.type ?? null);
