@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killStarted, type ServerProcess, startServer, waitGone } from "../process/server-process.ts";
+import { callApi, killStarted, startServer, waitGone } from "../process/server-process.ts";
 import { createTestDatabase } from "../support/app.ts";
 
 const USERS = 1500;
@@ -41,16 +41,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function call(server: ServerProcess, key: string, method: string, p: string, body?: unknown) {
-  const res = await fetch(server.url + p, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = callApi;
 
 async function withDb<T>(url: string, fn: (db: pg.Client) => Promise<T>): Promise<T> {
   const db = new pg.Client({ connectionString: url });

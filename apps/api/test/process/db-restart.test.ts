@@ -11,7 +11,7 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
-import { killStarted, type ServerProcess, startLoad, startServer } from "./server-process.ts";
+import { callApi, killStarted, type ServerProcess, startLoad, startServer } from "./server-process.ts";
 
 const OUTAGES = 3;
 const DOWN_MS = 10_000;
@@ -40,16 +40,7 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function call(server: ServerProcess, key: string, method: string, p: string, body?: unknown) {
-  const res = await fetch(server.url + p, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = callApi;
 
 /** Sends one `Marker` event for `userId`, as a client would: again after each 503. */
 async function sendMarker(server: ServerProcess, writeKey: string, userId: string) {

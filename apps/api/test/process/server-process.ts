@@ -59,6 +59,18 @@ export async function startServer(dir: string, extraEnv: NodeJS.ProcessEnv = {})
   }
 }
 
+/** An API call with a bearer key; throws on a status of 300 or more, naming it. */
+export async function callApi(server: ServerProcess, key: string, method: string, p: string, body?: unknown) {
+  const res = await fetch(server.url + p, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
 export async function readCredentials(dir: string) {
   return JSON.parse(await readFile(path.join(dir, "credentials.json"), "utf8")) as { writeKey: string; adminApiKey: string };
 }

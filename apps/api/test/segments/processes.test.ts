@@ -9,7 +9,15 @@ import type { SegmentDefinition } from "@tidings/schema";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../support/app.ts";
-import { killStarted, postmasterPid, readCredentials, type ServerProcess, startServer, waitGone } from "../process/server-process.ts";
+import {
+  callApi,
+  killStarted,
+  postmasterPid,
+  readCredentials,
+  type ServerProcess,
+  startServer,
+  waitGone,
+} from "../process/server-process.ts";
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -36,16 +44,7 @@ const DEFINITIONS: Record<string, SegmentDefinition> = {
   },
 };
 
-async function admin(server: ServerProcess, key: string, method: string, p: string, body?: unknown) {
-  const res = await fetch(server.url + p, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const admin = callApi;
 
 async function members(server: ServerProcess, key: string, id: string): Promise<string[]> {
   const out: string[] = [];
