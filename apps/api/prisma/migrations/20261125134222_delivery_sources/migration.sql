@@ -5,10 +5,12 @@ ADD COLUMN     "run_id" UUID,
 ADD COLUMN     "subscription_group_id" UUID;
 
 -- CreateIndex
-CREATE INDEX "deliveries_workspace_id_journey_id_status_due_at_idx" ON "deliveries"("workspace_id", "journey_id", "status", "due_at");
+-- Partial (edited by hand; Prisma cannot express it): rows of other sources add no entry, so a
+-- broadcast's claims and marks update no journey index.
+CREATE INDEX "deliveries_workspace_id_journey_id_status_due_at_idx" ON "deliveries"("workspace_id", "journey_id", "status", "due_at") WHERE "journey_id" IS NOT NULL;
 
 -- CreateIndex
-CREATE UNIQUE INDEX "deliveries_workspace_id_run_id_node_id_key" ON "deliveries"("workspace_id", "run_id", "node_id");
+CREATE UNIQUE INDEX "deliveries_workspace_id_run_id_node_id_key" ON "deliveries"("workspace_id", "run_id", "node_id") WHERE "run_id" IS NOT NULL;
 
 -- Every delivery has exactly one source, and the source's uniqueness is the constraints above:
 -- a broadcast member (broadcast_id, user_id) or a journey run's message node (run_id, node_id).
