@@ -35,6 +35,26 @@ describe("stop()", () => {
     expect(events).not.toContain("ran again");
   });
 
+  it("tells running jobs at once that a shutdown began (`stopping`), long before `signal`", async () => {
+    let stoppingAt = 0;
+    let signalAt = 0;
+    const layer = jobs.layer("worker", { stopTimeoutMs: 4000 });
+    layer.register("sliced", async (_payload, job) => {
+      // A handler working in slices: it ends after the slice under way once told.
+      while (!job.stopping.aborted) await sleep(20);
+      stoppingAt = Date.now();
+      if (job.signal.aborted) signalAt = Date.now();
+    });
+    await layer.start();
+    await layer.add("sliced", {});
+    await waitFor("the job to start", async () => (await jobRows(jobs, "sliced"))[0]?.locked);
+    const t0 = Date.now();
+    await layer.stop();
+    expect(stoppingAt - t0).toBeLessThan(1000);
+    expect(signalAt, "the abort signal comes only after half of stopTimeoutMs").toBe(0);
+    expect(await jobRows(jobs, "sliced")).toEqual([]);
+  });
+
   it("takes no new job once stopping", async () => {
     const hold = gate();
     const started: number[] = [];
