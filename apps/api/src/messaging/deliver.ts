@@ -21,6 +21,7 @@ import {
   toOutgoing,
 } from "./dispatch.ts";
 import { type ProviderForSending, ProviderUnusableError, providerForSending } from "./providers/service.ts";
+import { ReadCache } from "./read-cache.ts";
 import type { SecretBox } from "./secrets.ts";
 import type { StreamRef, StreamSettings } from "./sources.ts";
 
@@ -33,8 +34,6 @@ const CHUNK_TARGET_MS = 2000;
 const MIN_CHUNK = 10;
 const FIRST_CHUNK = 100;
 const MAX_CHUNK = 2000;
-/** What is read once per few seconds rather than per chunk. */
-const CACHE_MS = 5000;
 
 const CHANNELS: Channel[] = ["Email", "Sms", "MobilePush", "Webhook"];
 
@@ -64,25 +63,10 @@ interface ChannelContext {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** A value read at most once per CACHE_MS per key; a failed read is not kept. */
-class Cache<T> {
-  private entries = new Map<string, { at: number; value: Promise<T> }>();
-  get(key: string, load: () => Promise<T>): Promise<T> {
-    const hit = this.entries.get(key);
-    if (hit && Date.now() - hit.at < CACHE_MS) return hit.value;
-    const value = load();
-    this.entries.set(key, { at: Date.now(), value });
-    value.catch(() => {
-      if (this.entries.get(key)?.value === value) this.entries.delete(key);
-    });
-    if (this.entries.size > 1000) this.entries.delete(this.entries.keys().next().value!);
-    return value;
-  }
-}
-
 export class Deliverer {
-  private channels = new Cache<ChannelContext>();
-  private workspaces = new Cache<{ id: string; name: string }>();
+  /** What is read once per few seconds rather than per chunk. */
+  private channels = new ReadCache<ChannelContext>(5000);
+  private workspaces = new ReadCache<{ id: string; name: string }>(5000);
   /** Milliseconds per message of each stream's last chunk (sizes the next claim). */
   private pace = new Map<string, number>();
 
