@@ -18,6 +18,7 @@ import { createSenders } from "./messaging/channels/index.ts";
 import { Deliverer } from "./messaging/deliver.ts";
 import { SendJobs } from "./messaging/send-jobs.ts";
 import { journeyDeliverySource } from "./journeys/delivery-source.ts";
+import { JourneyRuntime } from "./journeys/runtime/index.ts";
 import { renderEmail } from "./messaging/render-email.ts";
 import { SecretBox } from "./messaging/secrets.ts";
 
@@ -30,7 +31,7 @@ export interface Tidings {
 }
 
 export interface ContextOptions {
-  /** The segment engine's clock (ms since epoch); tests move it. */
+  /** The segment engine's and the journey runtime's clock (ms since epoch); tests move it. */
   clock?: () => number;
   /** When the segment engine treats a drained batch as heavy ingestion (tests force it). */
   segmentsHeavyIngestion?: { min: number; share: number };
@@ -54,10 +55,15 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
       metrics.commitSeconds.observe(ms / 1000);
     },
   });
+  const clock = options.clock ?? Date.now;
+  let journeys: JourneyRuntime | undefined;
   const segments = new SegmentEngine({
     pool: db.pool,
     jobs,
-    clock: options.clock ?? Date.now,
+    clock,
+    onSignals: (workspaceId) => {
+      void journeys?.wake(workspaceId).catch((err) => log("error", `journeys: could not enqueue an advance: ${(err as Error).message}`));
+    },
     ...(options.segmentsHeavyIngestion ? { heavyIngestion: options.segmentsHeavyIngestion } : {}),
     log: (msg, err) => log("error", `${msg}: ${err instanceof Error ? err.message : String(err)}`),
   });
@@ -79,7 +85,16 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
   sends.register();
   sends.addSource(journeyDeliverySource(db.pool));
   new BroadcastRunner({ pool: db.pool, prisma: db.prisma, jobs, segments, sends }).register();
-  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, jobs, segments, senders, sends, metrics };
+  journeys = new JourneyRuntime({
+    pool: db.pool,
+    jobs,
+    sends,
+    segments,
+    clock,
+    lateness: (s) => metrics.journeyTimerLateness.observe(s),
+  });
+  journeys.register();
+  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, jobs, segments, senders, sends, journeys, metrics };
 }
 
 /** Starts everything but the listener. */

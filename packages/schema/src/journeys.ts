@@ -376,6 +376,15 @@ export const JourneyResource = z
     status: JourneyStatus,
     draft: JourneyDraft.optional(),
     definition: JourneyDefinition.optional().describe("Absent until a definition is sent or a complete draft compiled."),
+    exitSegmentId: z
+      .uuid()
+      .nullable()
+      .describe("A run ends as soon as its user is in this segment, counted as `converted` in the stats; null when the journey has no exit segment."),
+    version: z
+      .number()
+      .int()
+      .min(0)
+      .describe("The definition version new runs take: 1 when the journey first starts, +1 for each definition saved after that; 0 before it starts."),
     createdAt: EpochMillis,
     updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
   })
@@ -398,6 +407,11 @@ export const UpsertJourneyRequestBody = z
         "Omitted keeps the stored draft; `null` removes it. Sent without `definition`, a complete draft is compiled into the definition; an incomplete one is stored as is, and removes the definition of a journey that has not started (a started journey keeps running its definition).",
       ),
     definition: JourneyDefinition.optional().describe("Sent: validated and stored as is (the draft is not compared with it)."),
+    exitSegmentId: z
+      .uuid()
+      .nullable()
+      .optional()
+      .describe("Segment id: a run ends as soon as its user is in it (counted `converted`). Omitted keeps the stored value; `null` removes it."),
     ...serverManagedFields,
   })
   .describe("Creates or updates a journey.");
@@ -411,3 +425,77 @@ export type JourneyListQuery = z.infer<typeof JourneyListQuery>;
 
 export const JourneyListResponse = listResponse("journeys", JourneyResource);
 export type JourneyListResponse = z.infer<typeof JourneyListResponse>;
+
+// --- Runs and stats -----------------------------------------------------------------------------
+
+export const JourneyRunStatus = z
+  .enum(["Active", "Completed", "Converted", "Ended"])
+  .describe(
+    "`Active`: on its way; `Completed`: reached `ExitNode`; `Converted`: left because the user entered the journey's exit segment; `Ended`: stopped by the journey's deletion.",
+  );
+export type JourneyRunStatus = z.infer<typeof JourneyRunStatus>;
+
+export const JourneyRun = z
+  .object({
+    id: z.uuid(),
+    journeyId: z.uuid(),
+    userId: z.string(),
+    version: z.number().int().describe("The definition version the run follows to its end."),
+    status: JourneyRunStatus,
+    nodeId: z.string().describe("The node the run is at (for an ended run, the last one it reached)."),
+    waitingUntil: EpochMillis.nullable().describe("For a run waiting in a delay or a wait: when the delay ends or the wait times out."),
+    event: z.record(z.string(), z.unknown()).nullable().describe("The track event that started the run (EventEntryNode), as `event` in its messages' templates."),
+    enteredAt: EpochMillis,
+    updatedAt: EpochMillis,
+    endedAt: EpochMillis.nullable(),
+  })
+  .openapi("JourneyRun");
+export type JourneyRun = z.infer<typeof JourneyRun>;
+
+export const JourneyRunListQuery = ListQuery.extend({
+  userId: z.string().min(1).max(255).optional().describe("Only this user's runs."),
+  status: JourneyRunStatus.optional().describe("Only runs in this status."),
+});
+export type JourneyRunListQuery = z.infer<typeof JourneyRunListQuery>;
+
+export const JourneyRunListResponse = listResponse("runs", JourneyRun);
+export type JourneyRunListResponse = z.infer<typeof JourneyRunListResponse>;
+
+export const JourneyStatsQuery = WorkspaceQuery.extend({
+  version: z.coerce.number().int().min(1).optional().describe("Only runs of this definition version (its nodes); default every version, with the current version's nodes."),
+});
+export type JourneyStatsQuery = z.infer<typeof JourneyStatsQuery>;
+
+const RunCounts = {
+  entered: z.number().int().describe("Runs started."),
+  active: z.number().int().describe("Runs on their way now."),
+  completed: z.number().int().describe("Runs that reached `ExitNode`."),
+  converted: z.number().int().describe("Runs ended by the exit segment."),
+};
+
+export const JourneyNodeStats = z
+  .object({
+    id: z.string().describe("Node id (`ExitNode` for the exit)."),
+    type: z.string().describe("Node type."),
+    waiting: z.number().int().describe("Active runs at this node now."),
+    reached: z.number().int().describe("Runs that arrived at this node."),
+    sent: z.number().int().optional().describe("Message nodes: deliveries sent."),
+    skipped: z.number().int().optional().describe("Message nodes: deliveries skipped (unsubscribed, no contact point…)."),
+    failed: z.number().int().optional().describe("Message nodes: deliveries that failed for good."),
+    queued: z.number().int().optional().describe("Message nodes: deliveries not sent yet."),
+  })
+  .openapi("JourneyNodeStats");
+export type JourneyNodeStats = z.infer<typeof JourneyNodeStats>;
+
+export const JourneyStats = z
+  .object({
+    journeyId: z.uuid(),
+    version: z.number().int().nullable().describe("The version asked for; null for every version."),
+    ...RunCounts,
+    nodes: z.array(JourneyNodeStats).describe("Per node of the version's definition (the current one when no version is asked), in definition order, then `ExitNode`."),
+    versions: z
+      .array(z.object({ version: z.number().int(), ...RunCounts }))
+      .describe("The same run counts per definition version that has runs."),
+  })
+  .openapi("JourneyStats");
+export type JourneyStats = z.infer<typeof JourneyStats>;

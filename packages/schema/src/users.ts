@@ -2,6 +2,7 @@
 import { z } from "./zod.js";
 import { EpochMillis, JsonObject, ListQuery, listResponse, WorkspaceQuery } from "./common.js";
 import { EventRecord } from "./events.js";
+import { JourneyRun } from "./journeys.js";
 
 export const UserGroup = z.object({
   groupId: z.string(),
@@ -21,6 +22,9 @@ export const UserResource = z.object({
   segments: z
     .array(z.object({ segmentId: z.uuid(), name: z.string(), enteredAt: EpochMillis.describe("When the user entered the segment.") }))
     .describe("The segments the user is a member of now, by name."),
+  journeyRuns: z
+    .array(JourneyRun.extend({ journeyName: z.string() }))
+    .describe("The user's journey runs, newest first (up to 50)."),
 });
 export type UserResource = z.infer<typeof UserResource>;
 

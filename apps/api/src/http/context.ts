@@ -4,6 +4,7 @@ import type { KeyStore } from "../auth/keys.ts";
 import type { Db } from "../db/client.ts";
 import type { Ingestor } from "../ingest/ingestor.ts";
 import type { JobLayer } from "../jobs/index.ts";
+import type { JourneyRuntime } from "../journeys/runtime/index.ts";
 import type { SendJobs } from "../messaging/send-jobs.ts";
 import type { SegmentEngine } from "../segments/engine/index.ts";
 import type { Metrics } from "./metrics.ts";
@@ -21,5 +22,7 @@ export interface AppContext {
   senders: { close(): Promise<void> };
   /** The delivery pipeline's senders, per source (broadcasts, journeys). */
   sends: SendJobs;
+  /** Runs journeys (docs/journeys.md). */
+  journeys: JourneyRuntime;
   metrics: Metrics;
 }

@@ -53,6 +53,12 @@ export function createMetrics(jobs: Pick<JobLayer, "queueStats">, broadcastsRunn
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+  const journeyTimerLateness = new client.Histogram({
+    name: "tidings_journey_timer_lateness_seconds",
+    help: "How late a journey run's delay or wait timeout fired (due time to the run moving on)",
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
   new client.Gauge({
     name: "tidings_broadcasts_in_progress",
     help: "Broadcasts queued or running",
@@ -61,7 +67,7 @@ export function createMetrics(jobs: Pick<JobLayer, "queueStats">, broadcastsRunn
       this.set(await broadcastsRunning().catch(() => Number.NaN));
     },
   });
-  return { registry, requests, latency, eventsReceived, eventsStored, commitSeconds, deliveries, providerSeconds };
+  return { registry, requests, latency, eventsReceived, eventsStored, commitSeconds, deliveries, providerSeconds, journeyTimerLateness };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

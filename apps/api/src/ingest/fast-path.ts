@@ -40,7 +40,7 @@ export async function storeInOneStatement(pool: pg.Pool, rows: WorkspaceEvent[])
   try {
     // Named, so each connection parses and plans this large statement once.
     await pool.query({
-      name: "tidings-ingest-v6",
+      name: "tidings-ingest-v7",
       text: STORE_IN_ONE_STATEMENT,
       values: [encodeRows(EVENT_COLUMNS, events), encodeRows(PROFILE_COLUMNS, profiles), encodeRows(OUTBOX_COLUMNS, outboxRows(events))],
     });

@@ -1,5 +1,6 @@
 // What a commit sends to PostgreSQL: the rows of each kind, each kind's named column list,
 // and the one JSON encoding every ingestion statement reads (sql.ts decodes it by name).
+import { outboxKey } from "../outbox/index.ts";
 import type { NormalizedEvent } from "./normalize.ts";
 import { TraitFold } from "./trait-fold.ts";
 
@@ -210,40 +211,45 @@ export function identityRows(events: WorkspaceEvent[]): IdentityRow[] {
 }
 
 // ---------------------------------------------------------------------------------------
-// The segment engine's outbox
+// The change outbox (src/outbox)
 
 export interface OutboxRow {
   workspaceId: string;
   /** Every id the events were sent under (links add both sides). */
   ids: string[];
-  /** What the events change (docs/segments.md): `e:<track event>`, `t:<trait key>`, `*` for a link. */
+  /** What the events change (outboxKey): track events, trait keys, `*` for a link. */
   keys: string[];
+  /** messageIds of the track events (journeys' event entries). */
+  trackIds: string[];
 }
 
 export const OUTBOX_COLUMNS = {
   workspace_id: { type: "uuid", json: (r) => `"${r.workspaceId}"` },
   ids: { type: "jsonb", json: (r) => q(r.ids) },
   keys: { type: "jsonb", json: (r) => q(r.keys) },
+  track_ids: { type: "jsonb", json: (r) => q(r.trackIds) },
 } satisfies Columns<OutboxRow>;
 
 /** One outbox row per workspace the events touch, written in their commit. */
 export function outboxRows(events: WorkspaceEvent[]): OutboxRow[] {
-  const byWorkspace = new Map<string, { ids: Set<string>; keys: Set<string> }>();
+  const byWorkspace = new Map<string, { ids: Set<string>; keys: Set<string>; trackIds: string[] }>();
   for (const { workspaceId, ev } of events) {
     let o = byWorkspace.get(workspaceId);
     if (!o) {
-      o = { ids: new Set(), keys: new Set() };
+      o = { ids: new Set(), keys: new Set(), trackIds: [] };
       byWorkspace.set(workspaceId, o);
     }
     o.ids.add(ev.identityId);
-    if (ev.type === "track" && ev.event !== null) o.keys.add(`e:${ev.event}`);
-    else if (ev.type === "identify" && ev.traits) for (const k in ev.traits) o.keys.add(`t:${k}`);
+    if (ev.type === "track" && ev.event !== null) {
+      o.keys.add(outboxKey.event(ev.event));
+      o.trackIds.push(ev.messageId);
+    } else if (ev.type === "identify" && ev.traits) for (const k in ev.traits) o.keys.add(outboxKey.trait(k));
     const linked = ev.type === "alias" ? ev.previousId : ev.type === "identify" && ev.userId !== null ? ev.anonymousId : null;
     if (linked !== null) {
       o.ids.add(linked);
       if (ev.type === "alias" && ev.userId !== null) o.ids.add(ev.userId);
-      o.keys.add("*");
+      o.keys.add(outboxKey.any);
     }
   }
-  return [...byWorkspace].map(([workspaceId, o]) => ({ workspaceId, ids: [...o.ids], keys: [...o.keys] }));
+  return [...byWorkspace].map(([workspaceId, o]) => ({ workspaceId, ids: [...o.ids], keys: [...o.keys], trackIds: o.trackIds }));
 }

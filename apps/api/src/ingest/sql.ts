@@ -1,6 +1,7 @@
 // Every SQL statement ingestion runs, in one place. Row sets arrive as one JSON parameter each
 // (rows.ts, `encodeRows`) and `rowsFrom` reads them back by column name, so the statements and
 // the encoder share the column lists of rows.ts and nothing depends on positions.
+import { OUTBOX_CHANNEL } from "../outbox/index.ts";
 import {
   type ColumnType,
   EVENT_COLUMNS,
@@ -103,19 +104,17 @@ export const UPSERT_MEMBERSHIPS = `INSERT INTO group_memberships (${names(MEMBER
   ON CONFLICT (workspace_id, profile_id, group_id) DO UPDATE SET joined_at = LEAST(group_memberships.joined_at, EXCLUDED.joined_at)`;
 
 // ---------------------------------------------------------------------------------------
-// The segment engine's outbox: what changed, in the commit that changed it
+// The change outbox (src/outbox): what changed, in the commit that changed it
 
-/** Channel the outbox notifies on commit (payload: the workspace id); workers wake the engine. */
-export const SEGMENT_CHANGES_CHANNEL = "tidings_segment_changes";
-
-const insertOutbox = (param: string) => `INSERT INTO segment_outbox (workspace_id, ids, keys)
-  SELECT o.workspace_id, ARRAY(SELECT jsonb_array_elements_text(o.ids)), ARRAY(SELECT jsonb_array_elements_text(o.keys))
+const insertOutbox = (param: string) => `INSERT INTO segment_outbox (workspace_id, ids, keys, track_ids)
+  SELECT o.workspace_id, ARRAY(SELECT jsonb_array_elements_text(o.ids)), ARRAY(SELECT jsonb_array_elements_text(o.keys)),
+    ARRAY(SELECT jsonb_array_elements_text(o.track_ids))
   FROM ${rowsFrom(OUTBOX_COLUMNS, param, "o")}
   RETURNING workspace_id`;
 
 /** $1 outbox rows: appends them and notifies (delivered only if the transaction commits). */
 export const INSERT_OUTBOX = `WITH ob AS (${insertOutbox("$1")})
-  SELECT pg_notify('${SEGMENT_CHANGES_CHANNEL}', workspace_id::text) FROM ob`;
+  SELECT pg_notify('${OUTBOX_CHANNEL}', workspace_id::text) FROM ob`;
 
 // ---------------------------------------------------------------------------------------
 // Identity links
@@ -162,7 +161,7 @@ uniform AS (${upsertProfilesFrom("p WHERE uniform", mergeUniformProfileTraitsOnC
 mixed AS (${upsertProfilesFrom("p WHERE NOT uniform", mergeTraitsOnConflict("profiles", "profile_id"))}
   RETURNING 1),
 ob AS (${insertOutbox("$3")}),
-notified AS (SELECT pg_notify('${SEGMENT_CHANGES_CHANNEL}', workspace_id::text) FROM ob)
+notified AS (SELECT pg_notify('${OUTBOX_CHANNEL}', workspace_id::text) FROM ob)
 SELECT (SELECT count(*) FROM notified) AS notified, tidings_require(
   NOT EXISTS (SELECT 1 FROM p JOIN profile_aliases a ON a.workspace_id = p.workspace_id AND a.alias_id = p.profile_id),
   'commit needs the transactional path'

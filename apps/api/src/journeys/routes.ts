@@ -1,8 +1,9 @@
-// Admin routes for journeys. Stats (`GET /api/admin/journeys/:id/stats`) come with the journey runtime.
+// Admin routes for journeys, their runs and stats.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { AppContext } from "../http/context.ts";
 import { route } from "../http/route.ts";
+import { journeyStats, listRuns } from "./runs.ts";
 import { deleteJourney, findJourney, listJourneys, toJourneyResource, upsertJourney } from "./service.ts";
 
 export const journeyRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
@@ -11,4 +12,6 @@ export const journeyRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app
   route(app, op["journeys.list"], ({ workspaceId, query }) => listJourneys(prisma, workspaceId, query));
   route(app, op["journeys.get"], async ({ workspaceId, params }) => toJourneyResource(await findJourney(prisma, workspaceId, params.id)));
   route(app, op["journeys.delete"], ({ workspaceId, params }) => deleteJourney(prisma, workspaceId, params.id));
+  route(app, op["journeys.runs"], ({ workspaceId, params, query }) => listRuns(prisma, workspaceId, params.id, query));
+  route(app, op["journeys.stats"], ({ workspaceId, params, query }) => journeyStats(prisma, workspaceId, params.id, query.version));
 };

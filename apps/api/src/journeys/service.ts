@@ -1,6 +1,7 @@
 // Journeys: upsert (compiling the draft, validating the definition and the status change, holding
-// what a running journey uses), list, get, delete. Running journeys are executed by the journey
-// runtime, not here.
+// what a running journey uses, versioning started definitions), list, get, delete. Running
+// journeys are executed by the journey runtime (./runtime), which this tells when a journey
+// starts or resumes, in the same transaction.
 import type {
   ErrorIssue,
   JourneyDefinition,
@@ -11,12 +12,13 @@ import type {
   UpsertJourneyRequestBody,
 } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import { lockTargets, setHolds } from "../db/references.ts";
+import { lockTargets, setHolds, type Target } from "../db/references.ts";
 import { jsonColumn, sameJson, type Tx, upsert } from "../db/upsert.ts";
 import { type Journey, Prisma } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import { compileDraft } from "./compile.ts";
+import { JourneyRuntime } from "./runtime/index.ts";
 import { journeyUses, type Path } from "./usage.ts";
 import { assertStatusChange, referenceIssues } from "./validate.ts";
 
@@ -29,6 +31,8 @@ export function toJourneyResource(row: Journey): JourneyResource {
     status: row.status,
     ...(row.draft ? { draft: row.draft as JourneyDraft } : {}),
     ...(row.definition ? { definition: row.definition as JourneyDefinition } : {}),
+    exitSegmentId: row.exitSegmentId,
+    version: row.version,
     createdAt: row.createdAt.getTime(),
     updatedAt: row.updatedAt.getTime(),
   };
@@ -63,6 +67,9 @@ interface JourneyFields {
   canRunMultiple: boolean;
   draft: JourneyDraft | null;
   definition: JourneyDefinition | null;
+  exitSegmentId: string | null;
+  /** The version new runs take: a started journey's definition gets a new one each time it changes. */
+  version: number;
 }
 
 /** The fields after the PUT: omitted ones keep their stored value. */
@@ -72,12 +79,18 @@ function fieldsAfter(body: UpsertJourneyRequestBody, change: DefinitionChange, e
   // An incomplete draft replaces the definition of a journey that has not started; a started
   // journey keeps running the definition it has.
   const clears = change.kind === "incomplete" && from === "NotStarted";
+  const status = body.status ?? from;
+  const definition = change.kind === "set" ? change.definition : clears ? null : stored;
+  const version = existing?.version ?? 0;
+  const versioned = status !== "NotStarted" && definition !== null && (version === 0 || !sameJson(definition, stored));
   return {
     name: body.name,
-    status: body.status ?? from,
+    status,
     canRunMultiple: body.canRunMultiple ?? existing?.canRunMultiple ?? false,
     draft: body.draft !== undefined ? body.draft : ((existing?.draft as JourneyDraft | null | undefined) ?? null),
-    definition: change.kind === "set" ? change.definition : clears ? null : stored,
+    definition,
+    exitSegmentId: body.exitSegmentId !== undefined ? body.exitSegmentId : (existing?.exitSegmentId ?? null),
+    version: versioned ? version + 1 : version,
   };
 }
 
@@ -92,6 +105,15 @@ const nameTaken = (name: string) => new ApiError("CONFLICT", `A journey named ${
 async function assertStorable(tx: Tx, workspaceId: string, change: DefinitionChange, existing: Journey | null, next: JourneyFields) {
   const from: JourneyStatus = existing?.status ?? "NotStarted";
   const running = next.status === "Running";
+  if (next.exitSegmentId !== null && (next.exitSegmentId !== existing?.exitSegmentId || (running && from !== "Running"))) {
+    const exit: Target = { kind: "Segment", id: next.exitSegmentId };
+    const found = running ? (await lockTargets(tx, workspaceId, [exit])).Segment : await existingSegments(tx, workspaceId, [exit.id]);
+    if (!found.has(exit.id)) {
+      throw badRequest("The journey's exit segment does not exist in this workspace", [
+        { path: "exitSegmentId", message: `no segment ${exit.id} in this workspace` },
+      ]);
+    }
+  }
   if (change.kind === "set") {
     if (running) await lockTargets(tx, workspaceId, journeyUses(change.definition));
     const issues = await referenceIssues(tx, workspaceId, change.definition, { running });
@@ -148,6 +170,8 @@ export async function upsertJourney(prisma: PrismaClient, workspaceId: string, b
       if (next.canRunMultiple !== existing.canRunMultiple) changes.canRunMultiple = next.canRunMultiple;
       if (!sameJson(next.draft, existing.draft)) changes.draft = next.draft;
       if (!sameJson(next.definition, existing.definition)) changes.definition = next.definition;
+      if (next.exitSegmentId !== existing.exitSegmentId) changes.exitSegmentId = next.exitSegmentId;
+      if (next.version !== existing.version) changes.version = next.version;
       return Object.keys(changes).length > 0 ? changes : null;
     },
     validate: (tx, write) => assertStorable(tx, workspaceId, change, write.existing, fieldsAfter(body, change, write.existing)),
@@ -174,23 +198,71 @@ export async function upsertJourney(prisma: PrismaClient, workspaceId: string, b
           canRunMultiple: changes.canRunMultiple,
           draft: jsonColumn(changes.draft),
           definition: jsonColumn(changes.definition),
+          exitSegmentId: changes.exitSegmentId,
+          version: changes.version,
           statusUpdatedAt: changes.status !== undefined ? now : undefined,
           updatedAt: now,
         },
       }),
     afterWrite: async (tx, row, write) => {
-      const held = write.existing?.status === "Running";
+      const before = write.existing;
+      if (row.version !== (before?.version ?? 0)) {
+        await tx.$executeRaw`INSERT INTO journey_versions (workspace_id, journey_id, version, definition)
+          VALUES (${workspaceId}::uuid, ${row.id}::uuid, ${row.version}, ${JSON.stringify(row.definition)}::jsonb)`;
+      }
+      const held = before?.status === "Running";
       const holds = row.status === "Running";
-      const definitionChanged = write.existing !== null && write.update.definition !== undefined;
-      if (holds && (!held || definitionChanged)) {
-        await setHolds(tx, workspaceId, { kind: "Journey", id: row.id }, journeyUses(row.definition as JourneyDefinition));
+      const usesChanged = before !== null && (before.version !== row.version || before.exitSegmentId !== row.exitSegmentId);
+      if (holds && (!held || usesChanged)) {
+        await setHolds(tx, workspaceId, { kind: "Journey", id: row.id }, await heldTargets(tx, workspaceId, row));
       } else if (held && !holds) {
         await setHolds(tx, workspaceId, { kind: "Journey", id: row.id }, []);
       }
+      // The runtime learns of a start or a resume in this commit (jobs recorded with it).
+      const from = before?.status ?? "NotStarted";
+      const queries =
+        holds && from === "NotStarted"
+          ? JourneyRuntime.startQueries(workspaceId, row.id)
+          : holds && from === "Paused"
+            ? await resumeRuns(tx, workspaceId, row.id)
+            : [];
+      for (const q of queries) await tx.$executeRawUnsafe(q.text, ...q.values);
     },
     keyTaken: () => nameTaken(body.name),
   });
   return toJourneyResource(row);
+}
+
+async function existingSegments(tx: Tx, workspaceId: string, ids: string[]) {
+  const rows = await tx.segment.findMany({ where: { workspaceId, id: { in: ids } }, select: { id: true } });
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * What a running journey holds: what its definition and exit segment use, and what the versions
+ * its active runs follow use (they finish on theirs) — those still in the workspace (a paused
+ * journey held nothing; an old version's runs do without what was deleted meanwhile).
+ */
+async function heldTargets(tx: Tx, workspaceId: string, row: Journey): Promise<Target[]> {
+  const wanted: Target[] = journeyUses(row.definition as JourneyDefinition);
+  if (row.exitSegmentId) wanted.push({ kind: "Segment", id: row.exitSegmentId });
+  const older = await tx.$queryRaw<{ definition: JourneyDefinition }[]>`
+    SELECT v.definition FROM journey_versions v WHERE v.workspace_id = ${workspaceId}::uuid AND v.journey_id = ${row.id}::uuid
+      AND v.version <> ${row.version} AND EXISTS (SELECT 1 FROM journey_runs r WHERE r.workspace_id = v.workspace_id
+        AND r.journey_id = v.journey_id AND r.version = v.version AND r.status = 'Active')`;
+  for (const v of older) wanted.push(...journeyUses(v.definition));
+  const found = await lockTargets(tx, workspaceId, wanted);
+  return wanted.filter((t) => found[t.kind].has(t.id));
+}
+
+/**
+ * A resumed journey's waiting runs look again at once: a wait may have been satisfied, or the
+ * exit segment entered, while it was paused (enters are not recorded for a paused journey).
+ */
+async function resumeRuns(tx: Tx, workspaceId: string, journeyId: string) {
+  await tx.$executeRaw`UPDATE journey_runs SET due_at = now()
+    WHERE workspace_id = ${workspaceId}::uuid AND journey_id = ${journeyId}::uuid AND status = 'Active' AND waiting`;
+  return JourneyRuntime.wakeQueries(workspaceId);
 }
 
 /** Journeys ordered by name then id, keyset-paginated. */
@@ -202,13 +274,21 @@ export async function listJourneys(prisma: PrismaClient, workspaceId: string, qu
   return { ...result, journeys: result.items };
 }
 
-/** Deletes a journey that is not running (a running one must be paused first: 409). */
+/**
+ * Deletes a journey that is not running (a running one must be paused first: 409). Its runs end
+ * with it (removed with the journey), and the messages they queued but did not send are skipped.
+ */
 export async function deleteJourney(prisma: PrismaClient, workspaceId: string, id: string): Promise<void> {
   const deleted = await prisma.$transaction(async (tx) => {
     const { count } = await tx.journey.deleteMany({ where: { workspaceId, id, status: { not: "Running" } } });
+    if (count === 0) return false;
     // Only a running journey holds anything; released anyway, so no hold ever outlives its journey.
-    if (count > 0) await setHolds(tx, workspaceId, { kind: "Journey", id }, []);
-    return count > 0;
+    await setHolds(tx, workspaceId, { kind: "Journey", id }, []);
+    await tx.delivery.updateMany({
+      where: { workspaceId, journeyId: id, status: "Queued" },
+      data: { status: "Skipped", reason: "the journey was deleted", updatedAt: new Date() },
+    });
+    return true;
   });
   if (deleted) return;
   const row = await findJourney(prisma, workspaceId, id);

@@ -6,7 +6,7 @@ import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { AppContext } from "../http/context.ts";
 import { route } from "../http/route.ts";
-import { recordSegmentChange } from "../segments/engine/outbox.ts";
+import { outboxKey, recordChange } from "../outbox/index.ts";
 import { UNSUBSCRIBE_PATH, verifyUnsubscribeToken } from "./unsubscribe-token.ts";
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -58,7 +58,7 @@ export const unsubscribeRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async 
         create: { workspaceId, subscriptionGroupId: v.group.id, profileId: userId, subscribed: false },
         update: { subscribed: false, updatedAt: new Date() },
       });
-      await recordSegmentChange(tx, workspaceId, [userId], [`sg:${v.group.id}`]);
+      await recordChange(tx, workspaceId, [userId], [outboxKey.group(v.group.id)]);
     });
     reply.type("text/html; charset=utf-8");
     return page("Unsubscribed", `<p>You will no longer receive “${escapeHtml(v.group.name)}” messages.</p>`);

@@ -6,7 +6,7 @@ import type { Prisma } from "../generated/prisma/client.ts";
 import { ApiError } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { resolveDisjoint } from "../users/identities.ts";
-import { recordSegmentChange } from "./engine/outbox.ts";
+import { outboxKey, recordChange } from "../outbox/index.ts";
 import { definitionOf, findSegment } from "./service.ts";
 
 export async function changeMembers(
@@ -36,7 +36,7 @@ export async function changeMembers(
     // A hand-set member is a known user even before it sends an event.
     await tx.profile.createMany({ data: add.map((profileId) => ({ workspaceId, profileId })), skipDuplicates: true });
     const removed = await tx.segmentManualMember.deleteMany({ where: { workspaceId, segmentId, profileId: { in: remove } } });
-    await recordSegmentChange(tx, workspaceId, [...add, ...remove], ["manual"]);
+    await recordChange(tx, workspaceId, [...add, ...remove], [outboxKey.manual]);
     const total = await tx.segmentManualMember.count({ where: { workspaceId, segmentId } });
     return { added: added.count, removed: removed.count, total };
   });

@@ -4,7 +4,7 @@ import type { SubscriptionAssignmentListQuery, SubscriptionAssignmentsRequestBod
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
-import { recordSegmentChange } from "../segments/engine/outbox.ts";
+import { outboxKey, recordChange } from "../outbox/index.ts";
 import { resolveDisjoint } from "../users/identities.ts";
 import { findSubscriptionGroup } from "./service.ts";
 
@@ -31,7 +31,7 @@ export async function assignSubscriptions(
         FROM unnest(${profileIds}::text[], ${flags}::boolean[]) AS t(profile_id, subscribed)
         ON CONFLICT (workspace_id, subscription_group_id, profile_id)
         DO UPDATE SET subscribed = EXCLUDED.subscribed, updated_at = EXCLUDED.updated_at`;
-      await recordSegmentChange(tx, workspaceId, profileIds, [`sg:${groupId}`]);
+      await recordChange(tx, workspaceId, profileIds, [outboxKey.group(groupId)]);
     });
   }
   return { subscribed: subscribe.length, unsubscribed: unsubscribe.length };

@@ -1,4 +1,5 @@
 // Read side of ingestion: profiles (with linked identities resolved) and event listings.
+import { userRuns } from "../journeys/runs.ts";
 import type { EventListQuery, EventRecord, EventType, UserListQuery, UserResource } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
@@ -61,7 +62,7 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
   const profile = await prisma.profile.findUnique({ where: { workspaceId_profileId: { workspaceId, profileId } } });
   if (!profile) throw notFound(`User ${JSON.stringify(userId)}`);
   const ids = [profileId, ...identities];
-  const [events, span, memberships, segments] = await Promise.all([
+  const [events, span, memberships, segments, journeyRuns] = await Promise.all([
     prisma.event.findMany({
       where: { workspaceId, identityId: { in: ids } },
       orderBy: [{ eventTime: "desc" }, { messageId: "desc" }],
@@ -70,6 +71,7 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
     prisma.event.aggregate({ where: { workspaceId, identityId: { in: ids } }, _min: { eventTime: true }, _max: { eventTime: true } }),
     prisma.groupMembership.findMany({ where: { workspaceId, profileId }, orderBy: { joinedAt: "asc" } }),
     prisma.segmentMembership.findMany({ where: { workspaceId, profileId }, include: { segment: { select: { name: true } } } }),
+    userRuns(prisma, workspaceId, profileId),
   ]);
   const groups = memberships.length
     ? await prisma.group.findMany({ where: { workspaceId, groupId: { in: memberships.map((m) => m.groupId) } } })
@@ -87,6 +89,7 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
     segments: segments
       .map((m) => ({ segmentId: m.segmentId, name: m.segment.name, enteredAt: m.enteredAt.getTime() }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    journeyRuns,
   };
 }
 

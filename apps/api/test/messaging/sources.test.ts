@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inTransaction } from "../../src/db/transaction.ts";
-import { queueJourneyMessage } from "../../src/journeys/delivery-source.ts";
+import { queueJourneyMessages } from "../../src/journeys/delivery-source.ts";
 import { waitFor } from "../broadcasts/support.ts";
 import { identify, segmentWorld } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
@@ -47,17 +47,20 @@ async function journeyWorld(status: "Running" | "Paused") {
     const client = await t.ctx.db.pool.connect();
     try {
       return await inTransaction(client, async () => {
-        const [insert, ...wake] = queueJourneyMessage(t.ctx.sends, {
-          workspaceId: w.ws.id,
-          journeyId: journey.id,
-          runId,
-          nodeId,
-          userId,
-          channel: "Webhook",
-          templateId: template.id,
-          subscriptionGroupId: null,
-          event: { event: "Order Placed", properties: { sku: `sku-${userId}` } },
-        });
+        const [insert, ...wake] = queueJourneyMessages(t.ctx.sends, w.ws.id, journey.id, [
+          {
+            run: {
+              id: runId,
+              userId,
+              version: 1,
+              nodeId,
+              waiting: false,
+              waitUntil: null,
+              event: { event: "Order Placed", properties: { sku: `sku-${userId}` } },
+            },
+            node: { id: nodeId, type: "MessageNode", channel: "Webhook", templateId: template.id, child: "ExitNode" },
+          },
+        ]);
         const inserted = (await client.query(insert!.text, insert!.values)).rowCount;
         for (const q of wake) await client.query(q.text, q.values);
         return inserted;

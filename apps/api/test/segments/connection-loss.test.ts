@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import { createDb, type Db } from "../../src/db/client.ts";
 import type { JobLayer } from "../../src/jobs/index.ts";
-import { SEGMENT_CHANGES_CHANNEL } from "../../src/ingest/sql.ts";
+import { OUTBOX_CHANNEL } from "../../src/outbox/index.ts";
 import { SegmentEngine } from "../../src/segments/engine/index.ts";
 import { createTestDatabase } from "../support/app.ts";
 
@@ -99,7 +99,7 @@ describe("segment engine: a connection lost during a refresh", () => {
     expect(db.pool.totalCount).toBeLessThanOrEqual(2);
 
     // Nothing counts as running any more: a change notification enqueues a refresh.
-    await notify(SEGMENT_CHANGES_CHANNEL, workspaceId);
+    await notify(OUTBOX_CHANNEL, workspaceId);
     await expect.poll(() => added.filter((a) => a.task === "segments.refresh").length).toBe(1);
   });
 });

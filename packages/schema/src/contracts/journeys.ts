@@ -1,10 +1,14 @@
-// Journeys: upsert (with draft compilation and validation), list, get, delete.
+// Journeys: upsert (with draft compilation and validation), list, get, delete; their runs and stats.
 import {
   JourneyListQuery,
   JourneyListResponse,
   JourneyParams,
   JourneyQuery,
   JourneyResource,
+  JourneyRunListQuery,
+  JourneyRunListResponse,
+  JourneyStats,
+  JourneyStatsQuery,
   UpsertJourneyRequestBody,
 } from "../journeys.js";
 import { adminErrors, defineContract } from "./contract.js";
@@ -62,9 +66,39 @@ export const journeyContracts = [
     auth: "admin",
     tags,
     summary: "Delete a journey (pause a running journey first)",
+    description:
+      "A running journey is a 409: pause it first. Deleting a paused or never-started journey ends its runs (they are removed with it) and skips the messages they had queued but not sent.",
     params: JourneyParams,
     query: JourneyQuery,
     success: { status: 204, description: "Deleted." },
     errors: adminErrors("NOT_FOUND", "CONFLICT"),
+  }),
+  defineContract({
+    operationId: "journeys.runs",
+    method: "GET",
+    path: "/api/admin/journeys/{id}/runs",
+    auth: "admin",
+    tags,
+    summary: "List a journey's runs, newest first",
+    description:
+      "A run is one user's way through the journey: it starts on an entry, advances node by node on the definition version it started with, and ends at `ExitNode` (`Completed`), when the user enters the exit segment (`Converted`) or when the journey is deleted.",
+    params: JourneyParams,
+    query: JourneyRunListQuery,
+    success: { status: 200, description: "A page of runs.", schema: JourneyRunListResponse },
+    errors: adminErrors("NOT_FOUND"),
+  }),
+  defineContract({
+    operationId: "journeys.stats",
+    method: "GET",
+    path: "/api/admin/journeys/{id}/stats",
+    auth: "admin",
+    tags,
+    summary: "Run counts of a journey, overall and per node",
+    description:
+      "`entered`, `active`, `completed`, `converted`; per node: runs waiting there now, runs that reached it, and for message nodes their deliveries sent / skipped / failed / queued. With `version`, only that version's runs and nodes.",
+    params: JourneyParams,
+    query: JourneyStatsQuery,
+    success: { status: 200, description: "The journey's stats.", schema: JourneyStats },
+    errors: adminErrors("NOT_FOUND"),
   }),
 ] as const;

@@ -9,6 +9,7 @@
 // The query returns one row per profile in scope: (profile_id, member, next_at), next_at being
 // the next instant after now at which the result could change with no new data (a window
 // opening or closing), or NULL.
+import { outboxKey } from "../../outbox/index.ts";
 import type { PropertyCondition, PropertyOperator, SegmentDefinition, SegmentNode, SegmentOperator } from "@tidings/schema";
 
 export interface CompiledSegment {
@@ -304,11 +305,11 @@ export function segmentDependencies(def: SegmentDefinition): string[] {
   const byId = nodesById(def);
   const keys = new Set<string>();
   for (const n of byId.values()) {
-    if (n.type === "Trait") keys.add(`t:${n.path.split(".")[0]}`);
-    else if (n.type === "Performed" || n.type === "LastPerformed") keys.add(`e:${n.event}`);
-    else if (n.type === "SubscriptionGroup") keys.add(`sg:${n.subscriptionGroupId}`);
-    else if (n.type === "Manual") keys.add("manual");
+    if (n.type === "Trait") keys.add(outboxKey.trait(n.path.split(".")[0]!));
+    else if (n.type === "Performed" || n.type === "LastPerformed") keys.add(outboxKey.event(n.event));
+    else if (n.type === "SubscriptionGroup") keys.add(outboxKey.group(n.subscriptionGroupId));
+    else if (n.type === "Manual") keys.add(outboxKey.manual);
   }
-  if (onEmpty(def.entryNode, byId) !== false) keys.add("*");
+  if (onEmpty(def.entryNode, byId) !== false) keys.add(outboxKey.any);
   return [...keys].sort();
 }

@@ -1,7 +1,8 @@
 // Applies a compiled segment to a scope in one statement: the members it finds enter, the ones
-// it no longer finds leave (each recorded with its time), the per-user next instants are kept,
+// it no longer finds leave (each recorded with its time, and enters of a segment a journey uses
+// also as journey signals: the journey runtime's entries and wake-ups), the per-user next instants are kept,
 // and the segment's member count follows — all in the statement, so it is all or nothing.
-import type { SegmentDefinition } from "@tidings/schema";
+import { manualSegmentDefinition, type SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { compileSegment, type SubscriptionGroupTypes } from "./compile.ts";
 
@@ -14,6 +15,8 @@ export interface SegmentToEvaluate {
 export interface Evaluated {
   entered: number;
   exited: number;
+  /** Enters recorded for the journey runtime (the segment is used by a journey). */
+  signals: number;
 }
 
 type Queryable = Pick<pg.PoolClient, "query">;
@@ -56,6 +59,11 @@ export async function evaluateSegment(
     changes AS (INSERT INTO segment_membership_changes (workspace_id, segment_id, profile_id, entered, at)
       SELECT $1, $2::uuid, profile_id, true, $3 FROM ins
       UNION ALL SELECT $1, $2::uuid, profile_id, false, $3 FROM del),
+    signals AS (INSERT INTO journey_signals (workspace_id, segment_id, user_id, at)
+      SELECT $1, $2::uuid, profile_id, $3 FROM ins
+      WHERE EXISTS (SELECT 1 FROM segment_references sr
+        WHERE sr.workspace_id = $1 AND sr.target_id = $2::uuid AND sr.referrer_kind = 'Journey')
+      RETURNING 1),
     timers AS (INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
       SELECT $1, $2::uuid, profile_id, next_at FROM r WHERE next_at IS NOT NULL
       ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at
@@ -63,7 +71,8 @@ export async function evaluateSegment(
     untimed AS (DELETE FROM segment_timers t WHERE ${without("segment_timers", "next_at IS NOT NULL")}),
     counted AS (UPDATE segments SET ${counts}
       WHERE workspace_id = $1 AND id = $2::uuid${full ? ` AND definition_updated_at = $${n + 1}::timestamptz` : ""})
-    SELECT (SELECT count(*) FROM ins)::int AS entered, (SELECT count(*) FROM del)::int AS exited`;
+    SELECT (SELECT count(*) FROM ins)::int AS entered, (SELECT count(*) FROM del)::int AS exited,
+      (SELECT count(*) FROM signals)::int AS signals`;
   const values: unknown[] = [segment.workspaceId, segment.id, now, scope, ...compiled.values];
   if (full) values.push(full.definitionUpdatedAt, full.dependsOn);
   const { rows } = await db.query<Evaluated>(text, values);
@@ -78,4 +87,36 @@ export function membersQuery(definition: SegmentDefinition, groups: Subscription
     text: `SELECT profile_id FROM (${compiled.text}) r WHERE member AND $2::text IS NOT NULL AND $3::timestamptz IS NOT NULL`,
     values: [workspaceId, seed, now, null, ...compiled.values] as unknown[],
   };
+}
+
+/** The workspace's subscription groups and their types (what SubscriptionGroup nodes compile with). */
+export async function subscriptionGroupTypes(db: Queryable, workspaceId: string): Promise<SubscriptionGroupTypes> {
+  const { rows } = await db.query<{ id: string; type: "OptIn" | "OptOut" }>(
+    "SELECT id, type::text AS type FROM subscription_groups WHERE workspace_id = $1",
+    [workspaceId],
+  );
+  return new Map(rows.map((r) => [r.id, r.type]));
+}
+
+/**
+ * Which of `userIds` (profile ids) are members of the stored segment at `now`, evaluated from the
+ * data itself: every event committed before is counted, however far behind the engine is. A
+ * segment that no longer exists has no members.
+ */
+export async function membersNow(db: Queryable, workspaceId: string, segmentId: string, userIds: string[], now: Date): Promise<Set<string>> {
+  if (userIds.length === 0) return new Set();
+  const { rows } = await db.query<{ definition: SegmentDefinition | null }>(
+    "SELECT definition FROM segments WHERE workspace_id = $1 AND id = $2",
+    [workspaceId, segmentId],
+  );
+  if (rows.length === 0) return new Set();
+  const compiled = compileSegment(rows[0]!.definition ?? manualSegmentDefinition(), await subscriptionGroupTypes(db, workspaceId), true);
+  const members = await db.query<{ profile_id: string }>(`SELECT profile_id FROM (${compiled.text}) r WHERE member`, [
+    workspaceId,
+    segmentId,
+    now,
+    userIds,
+    ...compiled.values,
+  ]);
+  return new Set(members.rows.map((r) => r.profile_id));
 }

@@ -9,11 +9,11 @@
 // missed notification left behind.
 import { manualSegmentDefinition, type SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
-import { SEGMENT_CHANGES_CHANNEL } from "../../ingest/sql.ts";
+import { OUTBOX_CHANNEL, type OutboxHandOff, type OutboxRow, outboxKey } from "../../outbox/index.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, type SubscriptionGroupTypes } from "./compile.ts";
-import { evaluateSegment, membersQuery } from "./evaluate.ts";
+import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
 
 const REFRESH = "segments.refresh";
 const TICK = "segments.tick";
@@ -44,11 +44,15 @@ export interface SegmentEngineOptions {
    * are mostly the same), one segment at a time. Default { min: 2000, share: 0.5 }.
    */
   heavyIngestion?: { min: number; share: number };
+  /** Called after an evaluation recorded enters of segments a journey uses (their users are in journey_signals). */
+  onSignals?: (workspaceId: string) => void;
 }
 
 export class SegmentEngine {
   /** Refreshes running in this process, per workspace (each wakes its workspace again at its end if needed). */
   private refreshing = new Map<string, number>();
+  /** The outbox's other consumers (src/outbox): each drained batch is handed to them before it is deleted. */
+  private handOffs: OutboxHandOff[] = [];
 
   constructor(private options: SegmentEngineOptions) {}
 
@@ -62,12 +66,17 @@ export class SegmentEngine {
       for (const workspaceId of await this.workspacesWithWork()) await this.wake(workspaceId);
     });
     jobs.recurring(TICK, 1);
-    jobs.listen(SEGMENT_CHANGES_CHANNEL, (workspaceId) => {
+    jobs.listen(OUTBOX_CHANNEL, (workspaceId) => {
       // A refresh running here checks the outbox once it is done: no job is needed (under load,
       // that saves a job insert per ingestion commit).
       if (this.refreshing.has(workspaceId)) return;
       void this.wake(workspaceId).catch((err) => this.options.log?.("segments: could not enqueue a refresh", err));
     });
+  }
+
+  /** Adds a consumer of drained outbox rows, called in the transaction that deletes them. */
+  addHandOff(handOff: OutboxHandOff) {
+    this.handOffs.push(handOff);
   }
 
   /** Enqueues the workspace's refresh (one pending at a time; a running one is followed by another). */
@@ -164,28 +173,28 @@ export class SegmentEngine {
     return rows.map((r) => ({ ...r, definition: r.definition ?? manualSegmentDefinition() }));
   }
 
-  private async groupTypes(db: Pick<pg.Pool, "query">, workspaceId: string): Promise<SubscriptionGroupTypes> {
-    const { rows } = await db.query<{ id: string; type: "OptIn" | "OptOut" }>(
-      "SELECT id, type::text AS type FROM subscription_groups WHERE workspace_id = $1",
-      [workspaceId],
-    );
-    return new Map(rows.map((r) => [r.id, r.type]));
+  private groupTypes(db: Pick<pg.Pool, "query">, workspaceId: string): Promise<SubscriptionGroupTypes> {
+    return subscriptionGroupTypes(db, workspaceId);
   }
+
 
   private async recomputePending(db: pg.PoolClient, workspaceId: string) {
     const pending = await this.segments(db, workspaceId, "(last_recomputed IS NULL OR last_recomputed < definition_updated_at)");
     if (pending.length === 0) return;
     const groups = await this.groupTypes(db, workspaceId);
+    let signalled = 0;
     for (const s of pending) {
       await inTransaction(db, async () => {
         // Hashes and sorts over a whole workspace stay in memory.
         await db.query("SET LOCAL work_mem = '64MB'");
-        await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
+        const { signals } = await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
           definitionUpdatedAt: s.definition_updated_at,
           dependsOn: segmentDependencies(s.definition),
         });
+        signalled += signals;
       });
     }
+    if (signalled > 0) this.options.onSignals?.(workspaceId);
   }
 
   /**
@@ -196,8 +205,8 @@ export class SegmentEngine {
    */
   private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
     const read = (limit: string) =>
-      db.query<{ id: string; ids: string[]; keys: string[] }>(
-        `SELECT id, ids, keys FROM segment_outbox WHERE workspace_id = $1 ORDER BY id ${limit}`,
+      db.query<OutboxRow>(
+        `SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids FROM segment_outbox WHERE workspace_id = $1 ORDER BY id ${limit}`,
         [workspaceId],
       );
     let { rows } = await read(`LIMIT ${OUTBOX_BATCH}`);
@@ -212,16 +221,27 @@ export class SegmentEngine {
       scope = await scopeOf(rows);
     }
     const keys = [...new Set(rows.flatMap((r) => r.keys))];
-    const affected = keys.includes("*")
+    const affected = keys.includes(outboxKey.any)
       ? await this.segments(db, workspaceId)
       : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [keys]);
     const groups = await this.groupTypes(db, workspaceId);
     // A pass over most of a workspace runs one segment at a time: two side by side would take
     // every core from ingestion.
-    await this.inLanes(db, saturated ? 1 : LANES, affected, (lane, s) =>
-      evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope),
-    );
-    await db.query("DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [workspaceId, rows.map((r) => r.id)]);
+    let signalled = 0;
+    await this.inLanes(db, saturated ? 1 : LANES, affected, async (lane, s) => {
+      const { signals } = await evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope);
+      signalled += signals;
+    });
+    const remove = () =>
+      db.query("DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [workspaceId, rows.map((r) => r.id)]);
+    if (this.handOffs.length === 0) await remove();
+    else {
+      await inTransaction(db, async () => {
+        for (const handOff of this.handOffs) signalled += await handOff(db, workspaceId, rows);
+        await remove();
+      });
+    }
+    if (signalled > 0) this.options.onSignals?.(workspaceId);
     return rows.length === OUTBOX_BATCH;
   }
 
@@ -289,10 +309,11 @@ export class SegmentEngine {
       const segments = new Map((await this.segments(db, workspaceId)).map((s) => [s.id, s]));
       const groups = rows.length ? await this.groupTypes(db, workspaceId) : new Map();
       let fired = 0;
+      let signalled = 0;
       for (const r of rows) {
         fired += r.ids.length;
         const s = segments.get(r.segment_id);
-        if (s) await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, now, r.ids);
+        if (s) signalled += (await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, now, r.ids)).signals;
         // A timer whose evaluation sets the same instant again would fire forever.
         await db.query("DELETE FROM segment_timers WHERE workspace_id = $1 AND segment_id = $2 AND profile_id = ANY($3) AND due_at <= $4", [
           workspaceId,
@@ -301,6 +322,7 @@ export class SegmentEngine {
           now,
         ]);
       }
+      if (signalled > 0) this.options.onSignals?.(workspaceId);
       return fired === TIMER_BATCH;
     });
   }

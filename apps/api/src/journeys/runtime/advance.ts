@@ -1,0 +1,156 @@
+// Advancing runs: one transaction takes a batch of a journey's due runs (FOR UPDATE SKIP LOCKED,
+// so any number of workers share the work), moves each through the nodes that decide at once
+// (splits, cohorts, messages, delays already over) until it waits or ends, and writes the runs,
+// their messages and the per-node counts back — all or nothing. A run is never advanced twice:
+// its row stays locked until the commit that records where it went.
+import { EXIT_NODE_ID, type JourneyBodyNode, type JourneyDefinition } from "@tidings/schema";
+import type pg from "pg";
+import { inTransaction } from "../../db/transaction.ts";
+import { membersNow } from "../../segments/engine/evaluate.ts";
+import { queueJourneyMessages } from "../delivery-source.ts";
+import type { SendJobs } from "../../messaging/send-jobs.ts";
+import { type Outcome, type RunState, runNode, type StepContext } from "./nodes.ts";
+
+/** A running journey, as the runtime reads it. */
+export interface LiveJourney {
+  id: string;
+  version: number;
+  canRunMultiple: boolean;
+  exitSegmentId: string | null;
+  definition: JourneyDefinition;
+}
+
+export interface AdvanceDeps {
+  sends: SendJobs;
+  /** The definition of a journey's version (immutable once written). */
+  definition: (db: pg.PoolClient, workspaceId: string, journeyId: string, version: number) => Promise<JourneyDefinition | null>;
+  lateness: (seconds: number) => void;
+}
+
+interface RunRow {
+  id: string;
+  user_id: string;
+  version: number;
+  node_id: string;
+  waiting: boolean;
+  wait_until: Date | null;
+  event: Record<string, unknown> | null;
+}
+
+type Final = { run: RunState; status: "Active" | "Completed" | "Converted"; dueAt: Date | null };
+
+/** Advances up to `limit` due runs of the journey at `now`; returns how many it took. */
+export async function advanceBatch(
+  db: pg.PoolClient,
+  deps: AdvanceDeps,
+  workspaceId: string,
+  journey: LiveJourney,
+  now: Date,
+  limit: number,
+): Promise<number> {
+  return inTransaction(db, async () => {
+    const { rows } = await db.query<RunRow>(
+      `SELECT id, user_id, version, node_id, waiting, wait_until, event FROM journey_runs
+       WHERE workspace_id = $1 AND journey_id = $2 AND status = 'Active' AND due_at <= $3
+       ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED`,
+      [workspaceId, journey.id, now, limit],
+    );
+    if (rows.length === 0) return 0;
+    const ctx: StepContext = { db, workspaceId, journeyId: journey.id, now, messages: [], lateness: deps.lateness };
+    const runs = rows.map(
+      (r): RunState => ({
+        id: r.id,
+        userId: r.user_id,
+        version: r.version,
+        nodeId: r.node_id,
+        waiting: r.waiting,
+        waitUntil: r.wait_until,
+        event: r.event,
+      }),
+    );
+    const finals: Final[] = [];
+    // The exit segment first: a member's run ends, wherever it is.
+    const converted = journey.exitSegmentId
+      ? await membersNow(db, workspaceId, journey.exitSegmentId, [...new Set(runs.map((r) => r.userId))], now)
+      : new Set<string>();
+    const moving: RunState[] = [];
+    for (const r of runs) {
+      if (converted.has(r.userId)) finals.push({ run: r, status: "Converted", dueAt: null });
+      else moving.push(r);
+    }
+    const reached = new Map<string, { version: number; nodeId: string; n: number }>();
+    await step(ctx, deps, moving, finals, reached);
+    await write(ctx, deps, finals, reached);
+    return rows.length;
+  });
+}
+
+/** Moves runs node by node until each waits or ends (definitions have no cycles). */
+async function step(ctx: StepContext, deps: AdvanceDeps, runs: RunState[], finals: Final[], reached: Map<string, { version: number; nodeId: string; n: number }>) {
+  let pending = runs;
+  for (let hop = 0; pending.length > 0; hop++) {
+    const groups = new Map<string, RunState[]>();
+    for (const r of pending) {
+      const k = `${r.version}\u0000${r.nodeId}`;
+      const g = groups.get(k);
+      if (g) g.push(r);
+      else groups.set(k, [r]);
+    }
+    const next: RunState[] = [];
+    for (const group of groups.values()) {
+      const { version, nodeId } = group[0]!;
+      for (const r of group) {
+        if (r.waiting) continue;
+        const k = `${version}\u0000${nodeId}`;
+        const c = reached.get(k) ?? { version, nodeId, n: 0 };
+        c.n++;
+        reached.set(k, c);
+      }
+      const definition = await deps.definition(ctx.db, ctx.workspaceId, ctx.journeyId, version);
+      const node = definition && nodeId !== EXIT_NODE_ID ? definition.nodes.find((n) => n.id === nodeId) : undefined;
+      // A definition's depth bounds the hops; past it (never, for a valid definition) the run ends.
+      const outcomes: Outcome[] =
+        node && hop <= (definition?.nodes.length ?? 0) ? await runNode(ctx, node as JourneyBodyNode, group) : group.map(() => ({ end: "Completed" }));
+      group.forEach((r, i) => {
+        const o = outcomes[i]!;
+        if ("next" in o) next.push({ ...r, nodeId: o.next, waiting: false, waitUntil: null });
+        else if ("wait" in o) finals.push({ run: { ...r, waiting: true, waitUntil: o.wait }, status: "Active", dueAt: o.wait });
+        else finals.push({ run: r, status: o.end, dueAt: null });
+      });
+    }
+    pending = next;
+  }
+}
+
+async function write(ctx: StepContext, deps: AdvanceDeps, finals: Final[], reached: Map<string, { version: number; nodeId: string; n: number }>) {
+  const { db, workspaceId, journeyId, now } = ctx;
+  await db.query(
+    `UPDATE journey_runs r SET node_id = u.node_id, waiting = u.waiting, wait_until = u.wait_until, due_at = u.due_at,
+       status = u.status::"JourneyRunStatus", ended_at = CASE WHEN u.status = 'Active' THEN NULL ELSE $2::timestamptz END, updated_at = $2
+     FROM unnest($3::uuid[], $4::text[], $5::bool[], $6::timestamptz[], $7::timestamptz[], $8::text[])
+       AS u(id, node_id, waiting, wait_until, due_at, status)
+     WHERE r.workspace_id = $1 AND r.id = u.id`,
+    [
+      workspaceId,
+      now,
+      finals.map((f) => f.run.id),
+      finals.map((f) => f.run.nodeId),
+      finals.map((f) => f.run.waiting),
+      finals.map((f) => f.run.waitUntil),
+      finals.map((f) => f.dueAt),
+      finals.map((f) => f.status),
+    ],
+  );
+  if (ctx.messages.length > 0) {
+    for (const q of queueJourneyMessages(deps.sends, workspaceId, journeyId, ctx.messages)) await db.query(q.text, q.values);
+  }
+  if (reached.size > 0) {
+    const counts = [...reached.values()];
+    await db.query(
+      `INSERT INTO journey_node_counts (workspace_id, journey_id, version, node_id, reached)
+       SELECT $1, $2, u.version, u.node_id, u.n FROM unnest($3::int[], $4::text[], $5::int8[]) AS u(version, node_id, n)
+       ON CONFLICT (workspace_id, journey_id, version, node_id) DO UPDATE SET reached = journey_node_counts.reached + EXCLUDED.reached`,
+      [workspaceId, journeyId, counts.map((c) => c.version), counts.map((c) => c.nodeId), counts.map((c) => c.n)],
+    );
+  }
+}

@@ -1,0 +1,209 @@
+// The journey runtime (docs/journeys.md): runs are rows of journey_runs, advanced by workers on
+// the job layer. Nothing lives in memory: a run's node, its timer (due_at) and its messages are
+// committed together, so any worker of any replica may pick up where another died.
+//
+// One job per workspace, `journeys.advance`, takes the workspace's signals (entries, wake-ups)
+// and then every running journey's due runs, in batches, for a bounded slice; while timers fall
+// due within the next second it sleeps until them rather than let go, so a delay ends on time.
+// `journeys.tick` runs every second and wakes workspaces with signals or runs due within a
+// second (a wake-up lost with a dying process is found there). Jobs may overlap: batches take
+// runs with SKIP LOCKED and signals by deleting them.
+import type { JourneyDefinition } from "@tidings/schema";
+import type pg from "pg";
+import { addJobQuery, type JobLayer, type SqlQuery } from "../../jobs/index.ts";
+import type { SendJobs } from "../../messaging/send-jobs.ts";
+import type { SegmentEngine } from "../../segments/engine/index.ts";
+import { type AdvanceDeps, advanceBatch, type LiveJourney } from "./advance.ts";
+import { enterMembers, recordEventEntries, takeSignals } from "./entries.ts";
+
+const ADVANCE = "journeys.advance";
+const ENTER = "journeys.enter";
+const TICK = "journeys.tick";
+/** Runs advanced per transaction. */
+const RUN_BATCH = 1000;
+/** How long one advance job works before it yields its slot. */
+const SLICE_MS = 5000;
+/** Timers due within this are waited for in the job rather than left to the tick. */
+const HORIZON_MS = 1000;
+
+export interface JourneyRuntimeOptions {
+  pool: pg.Pool;
+  jobs: JobLayer;
+  sends: SendJobs;
+  segments: SegmentEngine;
+  /** The runtime's clock (ms since epoch); tests move it. */
+  clock: () => number;
+  /** Observes how late each timer fired (s). */
+  lateness?: (seconds: number) => void;
+}
+
+interface JourneyRow {
+  id: string;
+  version: number;
+  can_run_multiple: boolean;
+  exit_segment_id: string | null;
+  definition: JourneyDefinition;
+}
+
+const toLive = (r: JourneyRow): LiveJourney => ({
+  id: r.id,
+  version: r.version,
+  canRunMultiple: r.can_run_multiple,
+  exitSegmentId: r.exit_segment_id,
+  definition: r.definition,
+});
+
+export class JourneyRuntime {
+  /** Definitions by journey and version: a version never changes once written. */
+  private versions = new Map<string, JourneyDefinition>();
+  private deps: AdvanceDeps;
+
+  constructor(private o: JourneyRuntimeOptions) {
+    this.deps = {
+      sends: o.sends,
+      lateness: o.lateness ?? (() => {}),
+      definition: (db, workspaceId, journeyId, version) => this.definition(db, workspaceId, journeyId, version),
+    };
+  }
+
+  register() {
+    const { jobs, segments } = this.o;
+    jobs.register(ADVANCE, async (p: { workspaceId: string }, job) => {
+      if (await this.advance(p.workspaceId, job.stopping)) await this.wake(p.workspaceId);
+    });
+    jobs.register(ENTER, async (p: { workspaceId: string; journeyId: string }) => {
+      const j = (await this.running(p.workspaceId)).find((r) => r.id === p.journeyId);
+      if (j && (await enterMembers(this.o.pool, p.workspaceId, j, this.now())) > 0) await this.wake(p.workspaceId);
+    });
+    jobs.register(TICK, async () => {
+      for (const workspaceId of await this.workspacesWithWork()) await this.wake(workspaceId);
+    });
+    jobs.recurring(TICK, 1);
+    segments.addHandOff((db, workspaceId, rows) => recordEventEntries(db, workspaceId, rows, this.now()));
+  }
+
+  /** Enqueues the workspace's advance job. */
+  wake(workspaceId: string) {
+    return this.o.jobs.add(ADVANCE, { workspaceId }, { key: `journeys:${workspaceId}` });
+  }
+
+  /** For the transaction that starts a journey: its current segment members enter once it commits. */
+  static startQueries(workspaceId: string, journeyId: string): SqlQuery[] {
+    return [addJobQuery(ENTER, { workspaceId, journeyId })];
+  }
+
+  /** For a transaction that makes runs due (resume): the workspace is advanced once it commits. */
+  static wakeQueries(workspaceId: string): SqlQuery[] {
+    return [addJobQuery(ADVANCE, { workspaceId }, { key: `journeys:${workspaceId}` })];
+  }
+
+  /**
+   * Applies everything due at the runtime's clock now, in this process (tests, after moving the
+   * clock): signals, then every running journey's due runs, until none is left.
+   */
+  async settle(workspaceId: string) {
+    while (await this.advance(workspaceId, undefined, true)) {}
+  }
+
+  /**
+   * One slice: signals, then due runs, batch by batch. Returns whether work is left (the caller
+   * wakes the workspace again).
+   */
+  private async advance(workspaceId: string, stopping?: AbortSignal, once = false): Promise<boolean> {
+    const deadline = Date.now() + SLICE_MS;
+    const client = await this.o.pool.connect();
+    let broken: Error | undefined;
+    try {
+      for (;;) {
+        const journeys = await this.running(workspaceId, client);
+        let full = false;
+        while ((await takeSignals(client, workspaceId, journeys, this.now())) > 0) {
+          if (Date.now() > deadline) return true;
+        }
+        for (const j of journeys) {
+          while ((await advanceBatch(client, this.deps, workspaceId, j, this.now(), RUN_BATCH)) === RUN_BATCH) {
+            if (Date.now() > deadline || stopping?.aborted) {
+              full = true;
+              break;
+            }
+          }
+        }
+        if (full) return true;
+        if (once) return false;
+        // Timers about to fall due are waited for here, on time, while the slice lasts.
+        const next = await this.nextDue(client, workspaceId);
+        if (next === null) return false;
+        const wait = next - this.o.clock();
+        if (wait > HORIZON_MS) return false;
+        if (Date.now() + wait > deadline || stopping?.aborted) return true;
+        if (wait > 0) await sleep(wait, stopping);
+      }
+    } catch (err) {
+      broken = err as Error;
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** The running journeys of a workspace with their current definition. */
+  private async running(workspaceId: string, db: Pick<pg.Pool, "query"> = this.o.pool): Promise<LiveJourney[]> {
+    const { rows } = await db.query<JourneyRow>(
+      `SELECT id, version, can_run_multiple, exit_segment_id, definition FROM journeys
+       WHERE workspace_id = $1 AND status = 'Running' AND definition IS NOT NULL AND version > 0`,
+      [workspaceId],
+    );
+    return rows.map(toLive);
+  }
+
+  private async definition(db: pg.PoolClient, workspaceId: string, journeyId: string, version: number) {
+    const key = `${journeyId}:${version}`;
+    const cached = this.versions.get(key);
+    if (cached) return cached;
+    const { rows } = await db.query<{ definition: JourneyDefinition }>(
+      "SELECT definition FROM journey_versions WHERE workspace_id = $1 AND journey_id = $2 AND version = $3",
+      [workspaceId, journeyId, version],
+    );
+    if (rows.length === 0) return null;
+    this.versions.set(key, rows[0]!.definition);
+    return rows[0]!.definition;
+  }
+
+  /** When the workspace's next run of a running journey falls due (ms), or null. */
+  private async nextDue(db: pg.PoolClient, workspaceId: string): Promise<number | null> {
+    const { rows } = await db.query<{ at: Date | null }>(
+      `SELECT min(r.due_at) AS at FROM journeys j
+       CROSS JOIN LATERAL (SELECT due_at FROM journey_runs r WHERE r.workspace_id = j.workspace_id AND r.journey_id = j.id
+         AND r.status = 'Active' AND r.due_at IS NOT NULL ORDER BY r.due_at LIMIT 1) r
+       WHERE j.workspace_id = $1 AND j.status = 'Running'`,
+      [workspaceId],
+    );
+    return rows[0]?.at ? rows[0].at.getTime() : null;
+  }
+
+  private async workspacesWithWork(): Promise<string[]> {
+    const { rows } = await this.o.pool.query<{ workspace_id: string }>(
+      `SELECT DISTINCT workspace_id FROM journey_signals
+       UNION
+       SELECT j.workspace_id FROM journeys j WHERE j.status = 'Running' AND EXISTS (
+         SELECT 1 FROM journey_runs r WHERE r.workspace_id = j.workspace_id AND r.journey_id = j.id
+           AND r.status = 'Active' AND r.due_at <= $1)`,
+      [new Date(this.o.clock() + HORIZON_MS)],
+    );
+    return rows.map((r) => r.workspace_id);
+  }
+
+  private now() {
+    return new Date(this.o.clock());
+  }
+}
+
+function sleep(ms: number, stopping?: AbortSignal) {
+  return new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    stopping?.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
