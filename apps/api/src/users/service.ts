@@ -149,6 +149,12 @@ export async function deleteUser(prisma: PrismaClient, workspaceId: string, user
     await tx.$executeRaw`UPDATE deliveries SET user_id = 'erased:' || id, contact = NULL, rendered = NULL,
         reason = CASE WHEN contact IS NULL OR contact = '' THEN reason ELSE replace(reason, contact, '[erased]') END, updated_at = now()
       WHERE workspace_id = ${workspaceId}::uuid AND user_id = ${profileId}`;
+    // Journey runs likewise: counted in their journey's stats, nameless, and ended.
+    await tx.$executeRaw`UPDATE journey_runs SET user_id = 'erased:' || id, event = NULL, updated_at = now(),
+        status = CASE WHEN status = 'Active' THEN 'Ended'::"JourneyRunStatus" ELSE status END,
+        ended_at = coalesce(ended_at, now()), due_at = NULL
+      WHERE workspace_id = ${workspaceId}::uuid AND user_id = ${profileId}`;
+    await tx.journeySignal.deleteMany({ where: { workspaceId, userId: profileId } });
   });
 }
 

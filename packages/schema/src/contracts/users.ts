@@ -11,7 +11,7 @@ export const userContracts = [
     path: "/api/admin/users/{userId}",
     auth: "admin",
     tags,
-    summary: "Get a user's profile, identities, groups, segments and recent events",
+    summary: "Get a user's profile, identities, groups, segments, recent events and journey runs",
     params: UserParams,
     query: UserQuery,
     success: { status: 200, description: "The user.", schema: UserResource },
@@ -37,7 +37,7 @@ export const userContracts = [
     tags,
     summary: "Erase a user",
     description:
-      "Erases the profile, every event sent under any of its ids, its identity links, group memberships, subscription choices, hand-set and computed segment memberships (an exit is not recorded: the user is gone), and the personal data of its deliveries (contact point, rendered message; the user id becomes `erased:<delivery id>`, so broadcast counts stay). `userId` may be any of the user's ids.",
+      "Erases the profile, every event sent under any of its ids, its identity links, group memberships, subscription choices, hand-set and computed segment memberships (an exit is not recorded: the user is gone), and the personal data of its deliveries (contact point, rendered message; the user id becomes `erased:<delivery id>`, so broadcast counts stay), and of its journey runs (the user id becomes `erased:<run id>` and the event is dropped; an active run ends as `Ended`, so journey stats stay). `userId` may be any of the user's ids.",
     params: UserParams,
     query: UserQuery,
     success: { status: 204, description: "Erased." },

@@ -111,12 +111,16 @@ export async function membersNow(db: Queryable, workspaceId: string, segmentId: 
   );
   if (rows.length === 0) return new Set();
   const compiled = compileSegment(rows[0]!.definition ?? manualSegmentDefinition(), await subscriptionGroupTypes(db, workspaceId), true);
-  const members = await db.query<{ profile_id: string }>(`SELECT profile_id FROM (${compiled.text}) r WHERE member`, [
+  // The casts give $2 and $3 their types when the definition does not use them.
+  const members = await db.query<{ profile_id: string }>(
+    `SELECT profile_id FROM (${compiled.text}) r WHERE member AND $2::text IS NOT NULL AND $3::timestamptz IS NOT NULL`,
+    [
     workspaceId,
     segmentId,
     now,
     userIds,
     ...compiled.values,
-  ]);
+    ],
+  );
   return new Set(members.rows.map((r) => r.profile_id));
 }
