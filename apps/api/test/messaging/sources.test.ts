@@ -1,5 +1,5 @@
 // Delivery sources: journey-shaped deliveries (a (run, node) source, queued here as the journey
-// runtime will queue them) go through the same pipeline as a broadcast's — claimed, sent once with
+// runtime queues them) go through the same pipeline as a broadcast's — claimed, sent once with
 // the run's event in the Liquid scope, marked — a second queue of one (run, node) is a no-op, a
 // Paused journey's messages wait, and the database refuses a delivery without exactly one source.
 import { randomUUID } from "node:crypto";
