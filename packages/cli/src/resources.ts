@@ -108,7 +108,7 @@ const journeys: ResourceKind = {
   noun: "journey",
   contracts: "journeys",
   body: UpsertJourneyRequestBody,
-  serverFields: common,
+  serverFields: [...common, "version"],
   columns: [
     ...named,
     { header: "STATUS", value: (r) => (r as unknown as JourneyResource).status },
