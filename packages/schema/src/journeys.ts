@@ -10,6 +10,7 @@ import {
   listResponse,
   RequestWorkspaceId,
   resourceName,
+  ServerManaged,
   serverManagedFields,
   WorkspaceId,
   WorkspaceQuery,
@@ -379,11 +380,13 @@ export const JourneyResource = z
     exitSegmentId: z
       .uuid()
       .nullable()
+      .optional()
       .describe("A run ends as soon as its user is in this segment, counted as `converted` in the stats; null when the journey has no exit segment."),
     version: z
       .number()
       .int()
       .min(0)
+      .optional()
       .describe("The definition version new runs take: 1 when the journey first starts, +1 for each definition saved after that; 0 before it starts."),
     createdAt: EpochMillis,
     updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
@@ -413,6 +416,7 @@ export const UpsertJourneyRequestBody = z
       .optional()
       .describe("Segment id: a run ends as soon as its user is in it (counted `converted`). Omitted keeps the stored value; `null` removes it."),
     ...serverManagedFields,
+    version: ServerManaged,
   })
   .describe("Creates or updates a journey.");
 export type UpsertJourneyRequestBody = z.infer<typeof UpsertJourneyRequestBody>;

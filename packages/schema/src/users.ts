@@ -24,6 +24,7 @@ export const UserResource = z.object({
     .describe("The segments the user is a member of now, by name."),
   journeyRuns: z
     .array(JourneyRun.extend({ journeyName: z.string() }))
+    .optional()
     .describe("The user's journey runs, newest first (up to 50)."),
 });
 export type UserResource = z.infer<typeof UserResource>;

@@ -292,6 +292,29 @@ describe("runs and lifecycle", () => {
     expect((await w.runs(j.id)).map((r) => [r.userId, r.status])).toEqual([["max", "Completed"]]);
   });
 
+  it("Running again: a wait satisfied while the journey was paused goes on at once", async () => {
+    await world();
+    const seg = await w.manualSegment();
+    const goal = await w.manualSegment();
+    const j = await w.journey({
+      status: "Running",
+      definition: definition({ segment: seg }, [
+        { id: "wait", type: "WaitForNode", segmentChildren: [{ segmentId: goal, child: "won" }], timeoutSeconds: 3600, timeoutChild: "ExitNode" },
+        delaySeconds("won", 7200, "ExitNode"),
+      ]),
+    });
+    await w.add(seg, ["vic"]);
+    await w.settle();
+    await w.journey({ id: j.id, name: j.name, status: "Paused" });
+    await w.add(goal, ["vic"]);
+    await w.settle();
+    expect((await w.runs(j.id))[0].nodeId).toBe("wait");
+    await w.journey({ id: j.id, name: j.name, status: "Running" });
+    clock.advance(SECOND);
+    await w.settle();
+    expect((await w.runs(j.id))[0].nodeId).toBe("won");
+  });
+
   it("a new definition is a new version: waiting runs finish on theirs, new runs take it", async () => {
     await world();
     const seg = await w.manualSegment();
