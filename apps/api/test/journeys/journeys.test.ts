@@ -50,6 +50,8 @@ describe("PUT /api/admin/journeys", () => {
       canRunMultiple: false,
       status: "NotStarted",
       draft,
+      exitSegmentId: null,
+      version: 0,
       createdAt: expect.any(Number),
       updatedAt: expect.any(Number),
     });

@@ -14,6 +14,8 @@ import { type Outcome, type RunState, runNode, type StepContext } from "./nodes.
 /** A running journey, as the runtime reads it. */
 export interface LiveJourney {
   id: string;
+  /** When the journey was created: with the id, names this journey (an id may be reused after a delete). */
+  createdAt: Date;
   version: number;
   canRunMultiple: boolean;
   exitSegmentId: string | null;
@@ -23,7 +25,7 @@ export interface LiveJourney {
 export interface AdvanceDeps {
   sends: SendJobs;
   /** The definition of a journey's version (immutable once written). */
-  definition: (db: pg.PoolClient, workspaceId: string, journeyId: string, version: number) => Promise<JourneyDefinition | null>;
+  definition: (db: pg.PoolClient, workspaceId: string, journey: LiveJourney, version: number) => Promise<JourneyDefinition | null>;
   lateness: (seconds: number) => void;
 }
 
@@ -79,14 +81,18 @@ export async function advanceBatch(
       else moving.push(r);
     }
     const reached = new Map<string, { version: number; nodeId: string; n: number }>();
-    await step(ctx, deps, moving, finals, reached);
+    await step(ctx, deps, journey, moving, finals, reached);
     await write(ctx, deps, finals, reached);
     return rows.length;
   });
 }
 
 /** Moves runs node by node until each waits or ends (definitions have no cycles). */
-async function step(ctx: StepContext, deps: AdvanceDeps, runs: RunState[], finals: Final[], reached: Map<string, { version: number; nodeId: string; n: number }>) {
+async function step(
+  ctx: StepContext,
+  deps: AdvanceDeps,
+  journey: LiveJourney,
+  runs: RunState[], finals: Final[], reached: Map<string, { version: number; nodeId: string; n: number }>) {
   let pending = runs;
   for (let hop = 0; pending.length > 0; hop++) {
     const groups = new Map<string, RunState[]>();
@@ -106,7 +112,7 @@ async function step(ctx: StepContext, deps: AdvanceDeps, runs: RunState[], final
         c.n++;
         reached.set(k, c);
       }
-      const definition = await deps.definition(ctx.db, ctx.workspaceId, ctx.journeyId, version);
+      const definition = await deps.definition(ctx.db, ctx.workspaceId, journey, version);
       const node = definition && nodeId !== EXIT_NODE_ID ? definition.nodes.find((n) => n.id === nodeId) : undefined;
       // A definition's depth bounds the hops; past it (never, for a valid definition) the run ends.
       const outcomes: Outcome[] =

@@ -18,24 +18,28 @@ const ENTRY_LOCK_SPACE = 0x74646a65; // "tdje"
 /**
  * The statement that starts runs for the users `source` selects (columns user_id, event; its
  * parameters from $6 on): at the entry's first node, due at once. A user with an active run of the
- * journey, or with any run when the journey cannot run twice for a user, is left out.
+ * journey, or with any run when the journey cannot run twice for a user (or `once`), is left out.
  */
-function startRuns(source: string) {
+function startRuns(source: string, once = false) {
+  const blocking = once ? "true" : "r.status = 'Active' OR NOT (SELECT can_run_multiple FROM journeys WHERE workspace_id = $1 AND id = $2)";
   return `INSERT INTO journey_runs (workspace_id, id, journey_id, version, user_id, node_id, waiting, due_at, event, entered_at, updated_at)
     SELECT $1, gen_random_uuid(), $2, $3, s.user_id, $4, false, $5, s.event, $5, $5
     FROM (${source}) s
     WHERE NOT EXISTS (SELECT 1 FROM journey_runs r WHERE r.workspace_id = $1 AND r.journey_id = $2 AND r.user_id = s.user_id
-      AND (r.status = 'Active' OR NOT (SELECT can_run_multiple FROM journeys WHERE workspace_id = $1 AND id = $2)))
+      AND (${blocking}))
     ON CONFLICT DO NOTHING`;
 }
 
 const entryParams = (workspaceId: string, j: LiveJourney, now: Date) => [workspaceId, j.id, j.version, j.definition.entryNode.child, now];
 
-/** Starts runs for the current members of an EntryNode journey's segment (when it starts). */
+/**
+ * Starts runs for the current members of an EntryNode journey's segment (when it starts); a member
+ * who has had a run since (entering meanwhile) is not started again.
+ */
 export async function enterMembers(db: pg.Pool | pg.PoolClient, workspaceId: string, j: LiveJourney, now: Date): Promise<number> {
   if (j.definition.entryNode.type !== "EntryNode") return 0;
   const { rowCount } = await db.query(
-    startRuns("SELECT profile_id AS user_id, NULL::jsonb AS event FROM segment_memberships WHERE workspace_id = $1 AND segment_id = $6::uuid"),
+    startRuns("SELECT profile_id AS user_id, NULL::jsonb AS event FROM segment_memberships WHERE workspace_id = $1 AND segment_id = $6::uuid", true),
     [...entryParams(workspaceId, j, now), j.definition.entryNode.segment],
   );
   return rowCount ?? 0;

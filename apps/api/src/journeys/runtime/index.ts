@@ -39,6 +39,7 @@ export interface JourneyRuntimeOptions {
 
 interface JourneyRow {
   id: string;
+  created_at: Date;
   version: number;
   can_run_multiple: boolean;
   exit_segment_id: string | null;
@@ -47,6 +48,7 @@ interface JourneyRow {
 
 const toLive = (r: JourneyRow): LiveJourney => ({
   id: r.id,
+  createdAt: r.created_at,
   version: r.version,
   canRunMultiple: r.can_run_multiple,
   exitSegmentId: r.exit_segment_id,
@@ -62,7 +64,7 @@ export class JourneyRuntime {
     this.deps = {
       sends: o.sends,
       lateness: o.lateness ?? (() => {}),
-      definition: (db, workspaceId, journeyId, version) => this.definition(db, workspaceId, journeyId, version),
+      definition: (db, workspaceId, journey, version) => this.definition(db, workspaceId, journey, version),
     };
   }
 
@@ -102,7 +104,14 @@ export class JourneyRuntime {
    * clock): signals, then every running journey's due runs, until none is left.
    */
   async settle(workspaceId: string) {
-    while (await this.advance(workspaceId, undefined, true)) {}
+    for (;;) {
+      while (await this.advance(workspaceId, undefined, true)) {}
+      // Runs another worker holds (SKIP LOCKED passed them by) are waited for.
+      const next = await this.nextDue(this.o.pool, workspaceId);
+      const { rows } = await this.o.pool.query("SELECT 1 FROM journey_signals WHERE workspace_id = $1 LIMIT 1", [workspaceId]);
+      if (rows.length === 0 && (next === null || next > this.o.clock())) return;
+      await sleep(20);
+    }
   }
 
   /**
@@ -149,20 +158,20 @@ export class JourneyRuntime {
   /** The running journeys of a workspace with their current definition. */
   private async running(workspaceId: string, db: Pick<pg.Pool, "query"> = this.o.pool): Promise<LiveJourney[]> {
     const { rows } = await db.query<JourneyRow>(
-      `SELECT id, version, can_run_multiple, exit_segment_id, definition FROM journeys
+      `SELECT id, created_at, version, can_run_multiple, exit_segment_id, definition FROM journeys
        WHERE workspace_id = $1 AND status = 'Running' AND definition IS NOT NULL AND version > 0`,
       [workspaceId],
     );
     return rows.map(toLive);
   }
 
-  private async definition(db: pg.PoolClient, workspaceId: string, journeyId: string, version: number) {
-    const key = `${journeyId}:${version}`;
+  private async definition(db: pg.PoolClient, workspaceId: string, journey: LiveJourney, version: number) {
+    const key = `${journey.id}:${journey.createdAt.getTime()}:${version}`;
     const cached = this.versions.get(key);
     if (cached) return cached;
     const { rows } = await db.query<{ definition: JourneyDefinition }>(
       "SELECT definition FROM journey_versions WHERE workspace_id = $1 AND journey_id = $2 AND version = $3",
-      [workspaceId, journeyId, version],
+      [workspaceId, journey.id, version],
     );
     if (rows.length === 0) return null;
     this.versions.set(key, rows[0]!.definition);
@@ -170,7 +179,7 @@ export class JourneyRuntime {
   }
 
   /** When the workspace's next run of a running journey falls due (ms), or null. */
-  private async nextDue(db: pg.PoolClient, workspaceId: string): Promise<number | null> {
+  private async nextDue(db: Pick<pg.Pool, "query">, workspaceId: string): Promise<number | null> {
     const { rows } = await db.query<{ at: Date | null }>(
       `SELECT min(r.due_at) AS at FROM journeys j
        CROSS JOIN LATERAL (SELECT due_at FROM journey_runs r WHERE r.workspace_id = j.workspace_id AND r.journey_id = j.id
