@@ -12,6 +12,6 @@ export const journeyRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app
   route(app, op["journeys.list"], ({ workspaceId, query }) => listJourneys(prisma, workspaceId, query));
   route(app, op["journeys.get"], async ({ workspaceId, params }) => toJourneyResource(await findJourney(prisma, workspaceId, params.id)));
   route(app, op["journeys.delete"], ({ workspaceId, params }) => deleteJourney(prisma, workspaceId, params.id));
-  route(app, op["journeys.runs"], ({ workspaceId, params, query }) => listRuns(prisma, workspaceId, params.id, query));
+  route(app, op["journeys.runs.list"], ({ workspaceId, params, query }) => listRuns(prisma, workspaceId, params.id, query));
   route(app, op["journeys.stats"], ({ workspaceId, params, query }) => journeyStats(prisma, workspaceId, params.id, query.version));
 };

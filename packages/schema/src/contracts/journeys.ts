@@ -74,7 +74,7 @@ export const journeyContracts = [
     errors: adminErrors("NOT_FOUND", "CONFLICT"),
   }),
   defineContract({
-    operationId: "journeys.runs",
+    operationId: "journeys.runs.list",
     method: "GET",
     path: "/api/admin/journeys/{id}/runs",
     auth: "admin",
