@@ -1,5 +1,23 @@
-// Shared by the benchmarks: waiting for a server process to print what it must.
-import type { ChildProcess } from "node:child_process";
+// Shared by the benchmarks: the server as its own process on an embedded (durable) PostgreSQL,
+// waiting for it to print what it must, the counting webhook receiver and the bare undici loop
+// that the delivery benchmarks compare themselves with.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHmac, randomUUID } from "node:crypto";
+import { appendFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Agent, request } from "undici";
+import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from "../src/db/embedded.ts";
+import { migrate } from "../src/db/migrate.ts";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** The Webhook provider's signing secret: the bare loop signs with it too. */
+export const SIGNING_SECRET = "bench-signing-secret-0123456789abcdef";
+const ROOT_KEY = "bench-root-key-0123456789abcdef";
 
 /** Resolves with the first match of `re` in the child's output (stdout and stderr together). */
 export function waitForLine(child: ChildProcess, re: RegExp): Promise<RegExpMatchArray> {
@@ -14,4 +32,173 @@ export function waitForLine(child: ChildProcess, re: RegExp): Promise<RegExpMatc
     child.stderr?.on("data", on);
     child.on("exit", (code) => reject(new Error(`process exited (${code}) before ready:\n${buf}`)));
   });
+}
+
+export interface BenchServer {
+  /** The database's URL (for set-based loads and read-backs). */
+  dbUrl: string;
+  /** The server's base URL. */
+  base: string;
+  workspaceId: string;
+  adminKey: string;
+  /** An admin API call with the default workspace's admin key; throws on a status ≥ 300. */
+  admin(method: string, p: string, body?: unknown): Promise<any>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Embedded PostgreSQL (migrated) and the built server (node dist/main.js, role all, LOG_LEVEL=warn,
+ * webhooks to 127.0.0.1 allowed) as its own process, like in production. BENCH_NODE_ARGS: extra
+ * options for the server's node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"); BENCH_PG_FLAGS: extra
+ * postgres flags (e.g. "-c log_min_duration_statement=100"); BENCH_PG_LOG: a file for its log.
+ */
+export async function startBenchServer(name: string, options: { postgresFlags?: string[] } = {}): Promise<BenchServer> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), `tidings-bench-${name}-`));
+  let db: EmbeddedDatabase | undefined;
+  let server: ChildProcess | undefined;
+  const stop = async () => {
+    if (server && server.exitCode === null) {
+      server.kill("SIGTERM");
+      await new Promise((r) => server!.once("exit", r));
+    }
+    await db?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const pgLog = process.env.BENCH_PG_LOG;
+    db = await startEmbeddedPostgres({
+      dataDir,
+      postgresFlags: [...(options.postgresFlags ?? []), ...(process.env.BENCH_PG_FLAGS?.split(" ").filter(Boolean) ?? [])],
+      onLog: (line) => {
+        if (pgLog) appendFileSync(pgLog, `${line}\n`);
+      },
+    });
+    const dbUrl = db.urlFor("postgres");
+    await migrate(dbUrl);
+    const port = await freePort();
+    const nodeArgs = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+    server = spawn(process.execPath, [...nodeArgs, path.join(here, "..", "dist", "main.js")], {
+      env: {
+        ...process.env,
+        DATABASE_URL: dbUrl,
+        PORT: String(port),
+        LOG_LEVEL: "warn",
+        TIDINGS_DATA_DIR: dataDir,
+        TIDINGS_ROOT_KEY: ROOT_KEY,
+        TIDINGS_SECRET_KEY: "bench-secret-key-0123456789abcdef0123456789",
+        TIDINGS_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    // With DATABASE_URL the default workspace's keys are printed once (never saved to a file).
+    const [, workspaceId, adminKey] = await waitForLine(
+      server,
+      /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /,
+    );
+    const base = `http://127.0.0.1:${port}`;
+    const admin = async (method: string, p: string, body?: unknown) => {
+      const res = await fetch(base + p, {
+        method,
+        headers: { authorization: `Bearer ${adminKey}`, ...(body ? { "content-type": "application/json" } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+      return text ? JSON.parse(text) : null;
+    };
+    return { dbUrl, base, workspaceId: workspaceId!, adminKey: adminKey!, admin, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** Requests received on one path: how many, and when the first and the last arrived (performance.now()). */
+export interface PathCount {
+  count: number;
+  first: number;
+  last: number;
+}
+
+/**
+ * The receiver: counts requests (in all and per path), remembers webhook-ids to count repeats,
+ * answers 200 at once — after `slowMs` on paths starting with /slow.
+ */
+export function startReceiver(slowMs = 1000) {
+  const state = { count: 0, first: 0, last: 0, ids: new Set<string>(), duplicates: 0 };
+  const paths = new Map<string, PathCount>();
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      const id = String(req.headers["webhook-id"]);
+      if (state.ids.has(id)) state.duplicates++;
+      else state.ids.add(id);
+      const now = performance.now();
+      if (state.count === 0) state.first = now;
+      state.count++;
+      state.last = now;
+      const p = (req.url ?? "/").split("?")[0]!;
+      const c = paths.get(p);
+      if (c) {
+        c.count++;
+        c.last = now;
+      } else paths.set(p, { count: 1, first: now, last: now });
+      if (req.url?.startsWith("/slow")) setTimeout(() => res.writeHead(200).end(), slowMs);
+      else res.writeHead(200).end();
+    });
+  });
+  return {
+    state,
+    /** Counts per path (e.g. "/hook"); zeros for a path not reached yet. */
+    path: (p: string): PathCount => paths.get(p) ?? { count: 0, first: 0, last: 0 },
+    reset() {
+      Object.assign(state, { count: 0, first: 0, last: 0, duplicates: 0 });
+      state.ids.clear();
+      paths.clear();
+    },
+    listen: () =>
+      new Promise<string>((r) => server.listen(0, "127.0.0.1", () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))),
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
+/**
+ * The baseline: `n` Standard Webhooks-signed requests like the server's (same body size, same
+ * headers) to `${url}/hook` from a plain undici loop, 32 in flight, keep-alive. Returns requests/s.
+ */
+export async function bareLoop(url: string, n: number): Promise<number> {
+  const agent = new Agent({ connections: 64, pipelining: 1 });
+  const key = Buffer.from(SIGNING_SECRET);
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    for (let i = next++; i < n; i = next++) {
+      const id = randomUUID();
+      const body = `{"user":"member-${i}","plan":"pro"}`;
+      const ts = Math.floor(Date.now() / 1000);
+      const signature = createHmac("sha256", key).update(`${id}.${ts}.${body}`).digest("base64");
+      const res = await request(`${url}/hook`, {
+        method: "POST",
+        dispatcher: agent,
+        headers: {
+          "content-type": "application/json",
+          "webhook-id": id,
+          "webhook-timestamp": String(ts),
+          "webhook-signature": `v1,${signature}`,
+          "user-agent": "bench",
+        },
+        body,
+      });
+      await res.body.dump();
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+  const rate = n / ((performance.now() - started) / 1000);
+  await agent.close();
+  return rate;
+}
+
+/** One line of a benchmark's summary: name, value, target, PASS/FAIL. */
+export function summaryLine(name: string, value: string, target: string, ok: boolean, width = 44) {
+  console.log(`${name.padEnd(width)} ${value.padStart(12)}   target ${target.padEnd(10)} ${ok ? "PASS" : "FAIL"}`);
 }

@@ -1,0 +1,390 @@
+// pnpm bench:journeys — the journey runtime (docs/journeys.md) on one embedded, durable PostgreSQL
+// (track_commit_timestamp on, so the instant each run's move became visible can be read back),
+// with the server as its own process (node dist/main.js) and the webhook receiver in this one,
+// like bench:broadcast. N = BENCH_JOURNEY_USERS (default 100 000).
+//  1. Entry at once. N profiles (set-based SQL) are members of a Trait segment (computed by the
+//     engine before the clock starts). The journey entry → message → delay → segment split
+//     (plan = pro) → message (one node per branch) is then started with one PUT, status Running:
+//     that commit is the entering one (it records the runtime's entry job, which inserts the runs
+//     after it). Figures: that commit (pg_xact_commit_timestamp) → the first message at the
+//     receiver; messages/s of the first message node (N ÷ first → last request) over the
+//     messages/s of the bare undici loop (bench/support.ts) to the same receiver in the same run
+//     (target ≥ 0.5); then, after the delay (BENCH_JOURNEY_DELAY_S, default 60), the second
+//     messages' rate (also bounded by how fast the delays fall due, i.e. how the first node went).
+//  2. Spread timers. N runs of another journey (entry → delay → exit) are inserted set-based
+//     (SQL), waiting at the delay, due at instants spread over 60 s starting a few seconds after
+//     the insert commits. Lateness of each = commit of the move past the delay − due; also the
+//     runtime's own figure (its clock when it took the batch − due, what the histogram
+//     tidings_journey_timer_lateness_seconds observes). p50/p95/p99/max; target p99 ≤ 1 s.
+//  3. Same instant. N such runs all due at one instant: due → the last one past the delay
+//     (its commit). Target ≤ 10 s.
+// Receiver, server and PostgreSQL share the machine's cores, and other work on the machine skews
+// every figure: the summary shows the 1-minute load average around each phase.
+import os from "node:os";
+import type { JourneyBodyNode, JourneyDefinition, JourneyStats } from "@tidings/schema";
+import pg from "pg";
+import { bareLoop, type BenchServer, type PathCount, SIGNING_SECRET, startBenchServer, startReceiver, summaryLine } from "./support.ts";
+
+const N = Number(process.env.BENCH_JOURNEY_USERS ?? 100_000);
+const DELAY_S = Number(process.env.BENCH_JOURNEY_DELAY_S ?? 60);
+/** Spread of phase 2's due times. */
+const SPREAD_MS = 60_000;
+/** From the load's start to the first due time: the insert must have committed by then. */
+const LEAD_MS = 3000 + Math.ceil((7000 * N) / 100_000);
+/** The body the bare loop sends too (bench/support.ts), so both send the same bytes. */
+const BODY = '{"user":"{{ user.id }}","plan":"{{ user.plan }}"}';
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (s: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${s}`);
+/** A PostgreSQL instant (ms since epoch) on this process's performance.now() scale. */
+const perfOf = (epochMs: number) => epochMs - performance.timeOrigin;
+
+async function until<T>(what: string, read: () => Promise<T> | T, done: (v: T) => boolean, timeoutMs: number, everyMs = 100): Promise<T> {
+  const end = performance.now() + timeoutMs;
+  let said = performance.now();
+  for (;;) {
+    const v = await read();
+    if (done(v)) return v;
+    if (performance.now() > end) throw new Error(`${what}: not done after ${secs(timeoutMs)} (last: ${JSON.stringify(v)})`);
+    if (performance.now() - said > 10_000) {
+      log(`  … ${what}: ${JSON.stringify(v)}`);
+      said = performance.now();
+    }
+    await sleep(everyMs);
+  }
+}
+
+/** Requests on several paths taken together. */
+function merged(counts: PathCount[]): PathCount {
+  const seen = counts.filter((c) => c.count > 0);
+  return {
+    count: seen.reduce((a, c) => a + c.count, 0),
+    first: Math.min(...seen.map((c) => c.first)),
+    last: Math.max(...seen.map((c) => c.last)),
+  };
+}
+
+const trait = (path: string, value: string) => ({
+  entryNode: { type: "Trait", id: "t", path, operator: { type: "Equals", value } },
+  nodes: [],
+});
+const messageNode = (id: string, templateId: string, child: string): JourneyBodyNode => ({
+  id,
+  type: "MessageNode",
+  channel: "Webhook",
+  templateId,
+  child,
+});
+const delayNode = (seconds: number, child: string): JourneyBodyNode => ({
+  id: "wait",
+  type: "DelayNode",
+  variant: { type: "Second", seconds },
+  child,
+});
+const journeyDef = (segment: string, nodes: JourneyBodyNode[]): JourneyDefinition => ({
+  entryNode: { type: "EntryNode", segment, child: nodes[0]!.id },
+  nodes,
+  exitNode: { type: "ExitNode", id: "ExitNode" },
+});
+
+type Receiver = ReturnType<typeof startReceiver>;
+
+interface World {
+  s: BenchServer;
+  db: pg.Client;
+  receiver: Receiver;
+  receiverUrl: string;
+}
+
+async function segment(w: World, name: string, definition?: unknown, members?: number): Promise<string> {
+  const { id } = await w.s.admin("PUT", "/api/admin/segments", { name, ...(definition ? { definition } : {}) });
+  if (members !== undefined) {
+    await until(
+      `segment ${name} computed`,
+      async () =>
+        Number(
+          (
+            await w.db.query("SELECT count(*) AS n FROM segment_memberships WHERE workspace_id = $1 AND segment_id = $2", [
+              w.s.workspaceId,
+              id,
+            ])
+          ).rows[0].n,
+        ),
+      (n) => n === members,
+      120_000,
+      200,
+    );
+  }
+  return id;
+}
+
+async function template(w: World, name: string, hook: string): Promise<string> {
+  const definition = { type: "Webhook", url: `${w.receiverUrl}${hook}`, method: "POST", body: BODY };
+  return (await w.s.admin("PUT", "/api/admin/content/templates", { name, definition })).id;
+}
+
+/** Phase 1: N members enter one journey with one commit. */
+async function entryAtOnce(w: World) {
+  const { s, db, receiver } = w;
+  let t = performance.now();
+  await db.query(
+    `INSERT INTO profiles (workspace_id, profile_id, traits)
+     SELECT $1, 'member-' || i, jsonb_build_object('plan', CASE WHEN i % 2 = 0 THEN 'pro' ELSE 'std' END,
+       'email', 'member-' || i || '@example.test', 'cohort', 'bench')
+     FROM generate_series(0, $2 - 1) i`,
+    [s.workspaceId, N],
+  );
+  await db.query("ANALYZE profiles");
+  log(`profiles loaded: ${N} in ${secs(performance.now() - t)}`);
+  t = performance.now();
+  const entry = await segment(w, "bench-entry", trait("cohort", "bench"), N);
+  const pro = await segment(w, "bench-pro", trait("plan", "pro"), Math.ceil(N / 2));
+  log(`segments computed in ${secs(performance.now() - t)}`);
+
+  // Warm-up: a one-member journey through the same path (entry job, advance, sends).
+  const warm = await segment(w, "bench-warm", trait("email", "member-1@example.test"), 1);
+  await s.admin("PUT", "/api/admin/journeys", {
+    name: "bench-warm-up",
+    status: "Running",
+    definition: journeyDef(warm, [messageNode("hello", await template(w, "warm", "/warm"), "ExitNode")]),
+  });
+  await until(
+    "warm-up message",
+    () => receiver.path("/warm").count,
+    (n) => n >= 1,
+    30_000,
+  );
+
+  const first = await template(w, "first", "/first");
+  const secondPro = await template(w, "second-pro", "/second-pro");
+  const secondStd = await template(w, "second-std", "/second-std");
+  const definition = journeyDef(entry, [
+    messageNode("first", first, "wait"),
+    delayNode(DELAY_S, "split"),
+    { id: "split", type: "SegmentSplitNode", segment: pro, trueChild: "second-pro", falseChild: "second-std" },
+    messageNode("second-pro", secondPro, "ExitNode"),
+    messageNode("second-std", secondStd, "ExitNode"),
+  ]);
+  receiver.reset();
+  const sent = performance.now();
+  const j = await s.admin("PUT", "/api/admin/journeys", { name: "bench-entry", status: "Running", definition });
+  const answered = performance.now();
+  const { rows } = await db.query<{ ms: number }>(
+    "SELECT extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000 AS ms FROM journeys WHERE workspace_id = $1 AND id = $2",
+    [s.workspaceId, j.id],
+  );
+  const commit = perfOf(Number(rows[0]!.ms));
+  log(`journey started (PUT answered in ${secs(answered - sent)}); waiting for ${N} first messages`);
+  await until(
+    "first messages",
+    () => receiver.path("/first").count,
+    (n) => n >= N,
+    // Generous: the entry of N runs has been measured to grow with N² (see the report).
+    120_000 + N * 15,
+  );
+  const firstNode = { ...receiver.path("/first") };
+  log(`first messages: ${firstNode.count} in ${secs(firstNode.last - firstNode.first)}; waiting for the delay and the second messages`);
+  const second = () => merged([receiver.path("/second-pro"), receiver.path("/second-std")]);
+  await until(
+    "second messages",
+    () => second().count,
+    (n) => n >= N,
+    DELAY_S * 1000 + 120_000 + N * 3,
+  );
+  const secondNode = second();
+  // Where the time went: runs entered (the entry job's clock), deliveries queued by the first
+  // advance batches (created_at: their transaction's start).
+  const { rows: phases } = await db.query<{ entered: number; queued_first: number; queued_last: number }>(
+    `SELECT (SELECT extract(epoch FROM min(entered_at)) * 1000 FROM journey_runs WHERE workspace_id = $1 AND journey_id = $2) AS entered,
+       extract(epoch FROM min(created_at)) * 1000 AS queued_first, extract(epoch FROM max(created_at)) * 1000 AS queued_last
+     FROM deliveries WHERE workspace_id = $1 AND journey_id = $2 AND node_id = 'first'`,
+    [s.workspaceId, j.id],
+  );
+  const p = phases[0]!;
+  const stats = await s.admin("GET", `/api/admin/journeys/${j.id}/stats`);
+  return {
+    commit,
+    answered,
+    firstNode,
+    secondNode,
+    entered: perfOf(Number(p.entered)),
+    queuedFirst: perfOf(Number(p.queued_first)),
+    queuedLast: perfOf(Number(p.queued_last)),
+    stats,
+    pro: receiver.path("/second-pro").count,
+    duplicates: receiver.state.duplicates,
+  };
+}
+
+/** The timers journey: entry (an empty hand-set segment) → delay 60 s → exit. */
+async function timersJourney(w: World) {
+  const seg = await segment(w, "bench-timers");
+  const j = await w.s.admin("PUT", "/api/admin/journeys", {
+    name: "bench-timers",
+    status: "Running",
+    definition: journeyDef(seg, [delayNode(60, "ExitNode")]),
+  });
+  return { id: j.id as string, version: j.version as number };
+}
+
+/** The histogram's cumulative bucket counts (le → count), as /metrics shows them now. */
+async function latencyBuckets(w: World): Promise<Map<string, number>> {
+  const text = await (await fetch(`${w.s.base}/metrics`)).text();
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(/^tidings_journey_timer_lateness_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) out.set(m[1]!, Number(m[2]));
+  return out;
+}
+
+/**
+ * Phases 2 and 3: N runs waiting at the delay, run i due at base + i × stepMs (the due instant is
+ * also kept in the run's `event`: the move past the delay clears wait_until); then lateness.
+ */
+async function timers(w: World, journey: { id: string; version: number }, prefix: string, stepMs: number) {
+  const { s, db } = w;
+  const before = await latencyBuckets(w);
+  const base = Date.now() + LEAD_MS;
+  const loadStart = performance.now();
+  await db.query(
+    `INSERT INTO journey_runs (workspace_id, id, journey_id, version, user_id, node_id, waiting, wait_until, due_at, event, entered_at, updated_at)
+     SELECT $1, gen_random_uuid(), $2, $3, $4 || i, 'wait', true, d.due, d.due, jsonb_build_object('due', d.due), d.due - interval '60 seconds', now()
+     FROM generate_series(0, $5 - 1) i
+     CROSS JOIN LATERAL (SELECT date_trunc('milliseconds', to_timestamp($6 / 1000.0) + i * $7::float8 * interval '1 millisecond') AS due) d`,
+    [s.workspaceId, journey.id, journey.version, prefix, N, base, stepMs],
+  );
+  const { rows: c } = await db.query<{ ms: number }>(
+    "SELECT extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000 AS ms FROM journey_runs WHERE workspace_id = $1 AND journey_id = $2 AND user_id = $3",
+    [s.workspaceId, journey.id, `${prefix}0`],
+  );
+  const insertCommit = Number(c[0]!.ms);
+  log(`${N} runs inserted in ${secs(performance.now() - loadStart)}; committed ${secs(base - insertCommit)} before the first due time`);
+  const lastDue = base + (N - 1) * stepMs;
+  const active = async () =>
+    Number(
+      (
+        await db.query(
+          "SELECT count(*) AS n FROM journey_runs WHERE workspace_id = $1 AND journey_id = $2 AND user_id LIKE $3 AND status = 'Active'",
+          [s.workspaceId, journey.id, `${prefix}%`],
+        )
+      ).rows[0].n,
+    );
+  let left = 0;
+  try {
+    await until(`${prefix} runs past the delay`, active, (n) => n === 0, lastDue - Date.now() + 60_000, 250);
+  } catch (err) {
+    left = await active();
+    log(`${(err as Error).message}: ${left} never moved; figures are for the others`);
+  }
+  const seenDone = Date.now();
+  const { rows } = await db.query<{ n: number; commit: number[]; commit_max: number; rt: number[]; rt_max: number }>(
+    `SELECT count(*)::int AS n,
+       percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY c) AS commit, max(c) AS commit_max,
+       percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY r) AS rt, max(r) AS rt_max
+     FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(xmin) - (event ->> 'due')::timestamptz) AS c,
+             extract(epoch FROM updated_at - (event ->> 'due')::timestamptz) AS r
+           FROM journey_runs WHERE workspace_id = $1 AND journey_id = $2 AND user_id LIKE $3 AND status <> 'Active') x`,
+    [s.workspaceId, journey.id, `${prefix}%`],
+  );
+  const after = await latencyBuckets(w);
+  const delta = (le: string) => (after.get(le) ?? 0) - (before.get(le) ?? 0);
+  const r = rows[0]!;
+  return {
+    moved: r.n,
+    left,
+    commit: r.commit.map(Number),
+    commitMax: Number(r.commit_max),
+    runtime: r.rt.map(Number),
+    runtimeMax: Number(r.rt_max),
+    insertLate: insertCommit > base,
+    /** Share of this phase's timers the histogram saw fire within 1 s. */
+    histogramWithin1s: delta("+Inf") > 0 ? delta("1") / delta("+Inf") : Number.NaN,
+    histogramCount: delta("+Inf"),
+    seenDoneAfterLastDue: seenDone - lastDue,
+  };
+}
+
+async function main() {
+  const receiver = startReceiver();
+  const receiverUrl = await receiver.listen();
+  const s = await startBenchServer("journeys", { postgresFlags: ["-c", "track_commit_timestamp=on"] });
+  const db = new pg.Client({ connectionString: s.dbUrl });
+  const load: Record<string, string> = {};
+  const phase = async <T>(key: string, label: string, f: () => Promise<T>): Promise<T> => {
+    log(`${label}…`);
+    const before = os.loadavg()[0]!;
+    const out = await f();
+    load[key] = `${before.toFixed(1)}→${os.loadavg()[0]!.toFixed(1)}`;
+    return out;
+  };
+  try {
+    await db.connect();
+    const w: World = { s, db, receiver, receiverUrl };
+    await s.admin("PUT", "/api/admin/providers", { channel: "Webhook", type: "Webhook", config: { signingSecret: SIGNING_SECRET } });
+
+    const e = await phase("1", `(1) ${N} users enter one journey with one commit`, () => entryAtOnce(w));
+    receiver.reset();
+    const bare = await phase("bare", `bare loop: ${N} signed requests`, () => bareLoop(receiverUrl, N));
+    const journey = await timersJourney(w);
+    const spread = await phase("2", `(2) ${N} timers due over ${SPREAD_MS / 1000} s`, () => timers(w, journey, "spread-", SPREAD_MS / N));
+    const burst = await phase("3", `(3) ${N} timers due at one instant`, () => timers(w, journey, "burst-", 0));
+
+    const firstRate = e.firstNode.count / ((e.firstNode.last - e.firstNode.first) / 1000);
+    const secondRate = e.secondNode.count / ((e.secondNode.last - e.secondNode.first) / 1000);
+    const toFirst = e.firstNode.first - e.commit;
+    const ms = (x: number) => `${(x * 1000).toFixed(0)} ms`;
+    const stats = e.stats as JourneyStats;
+    const sentFirst = stats.nodes.find((n) => n.id === "first")?.sent;
+    const line = (name: string, value: string, target: string, ok: boolean) => summaryLine(name, value, target, ok, 60);
+
+    console.log(`\n=== bench:journeys (N = ${N}) ===`);
+    console.log(
+      "(1) entry: the members of a computed segment enter with the commit of the journey's PUT (status Running);\n" +
+        "    the runs are inserted after it by the runtime's entry job. The whole journey ran to its end.",
+    );
+    console.log(
+      `    commit → runs entered ${secs(e.entered - e.commit)}, → first batch queued ${secs(e.queuedFirst - e.commit)}, ` +
+        `→ last batch queued ${secs(e.queuedLast - e.commit)}, → first message ${secs(toFirst)}, → last first message ${secs(e.firstNode.last - e.commit)}` +
+        ` (PUT answered ${secs(e.answered - e.commit)} after its commit)`,
+    );
+    line("(1) entering commit → first message (ms)", toFirst.toFixed(0), "—", true);
+    line(`(1) first message node: messages/s (${e.firstNode.count})`, firstRate.toFixed(0), "—", true);
+    line("    bare undici loop, signed requests/s", bare.toFixed(0), "—", true);
+    line("(1) first message node / bare loop", (firstRate / bare).toFixed(2), "≥ 0.5", firstRate / bare >= 0.5);
+    line(`(1) second message node (after ${DELAY_S} s): messages/s (${e.secondNode.count})`, secondRate.toFixed(0), "—", true);
+    line("    second message node / bare loop", (secondRate / bare).toFixed(2), "—", true);
+    line(
+      "(1) runs completed / split pro / repeated webhook-ids",
+      `${stats.completed}/${e.pro}/${e.duplicates}`,
+      `${N}/${Math.ceil(N / 2)}/0`,
+      stats.completed === N && e.pro === Math.ceil(N / 2) && e.duplicates === 0 && sentFirst === N,
+    );
+    for (const [name, t] of [
+      [`(2) ${N} timers over ${SPREAD_MS / 1000} s`, spread],
+      [`(3) ${N} timers at one instant`, burst],
+    ] as const) {
+      const [p50, p95, p99] = t.commit;
+      console.log(
+        `${name}: ${t.moved} moved past the delay${t.left ? `, ${t.left} NEVER` : ""}; lateness (commit − due) p50 ${ms(p50!)}, p95 ${ms(p95!)}, ` +
+          `p99 ${ms(p99!)}, max ${ms(t.commitMax)}; runtime's own (its clock − due) p50 ${ms(t.runtime[0]!)}, p99 ${ms(t.runtime[2]!)}, ` +
+          `max ${ms(t.runtimeMax)}; histogram ≤ 1 s: ${(t.histogramWithin1s * 100).toFixed(1)} % of ${t.histogramCount}` +
+          (t.insertLate ? "; WARNING: the insert committed after the first due time" : ""),
+      );
+    }
+    line("(2) timer lateness p99 (s)", spread.commit[2]!.toFixed(3), "≤ 1", spread.left === 0 && spread.commit[2]! <= 1);
+    line("(3) due → all past the delay (s)", burst.commitMax.toFixed(2), "≤ 10", burst.left === 0 && burst.commitMax <= 10);
+    console.log(
+      `load average (1 min) per phase: ${Object.entries(load)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")} on ${os.cpus().length} cores`,
+    );
+  } finally {
+    await db.end().catch(() => {});
+    await s.stop();
+    await receiver.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
