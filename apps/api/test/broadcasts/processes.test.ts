@@ -4,40 +4,29 @@
 // before the kill may arrive once more with the same webhook-id: the receiver's idempotency key);
 // two workers sending one broadcast never send a member twice.
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callApi, killStarted, startServer, waitGone } from "../process/server-process.ts";
+import { callApi, killStarted, listAll, startServer, waitGone, waitUntil } from "../process/server-process.ts";
 import { createTestDatabase } from "../support/app.ts";
+import { expectEachOnce, startTally, type Tally } from "../support/receiver.ts";
 
 const USERS = 1500;
-let receiver: Server;
-let receiverUrl: string;
+let receiver: Tally;
 /** webhook-id → user ids it carried (one entry per request received). */
-const got = new Map<string, string[]>();
+let got: Map<string, string[]>;
 let dir: string;
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      const id = String(req.headers["webhook-id"]);
-      got.set(id, [...(got.get(id) ?? []), JSON.parse(body).user]);
-      // A little latency, so a broadcast lasts long enough to be interrupted.
-      setTimeout(() => res.writeHead(200).end(), 2);
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  // A little latency, so a broadcast lasts long enough to be interrupted.
+  receiver = await startTally(() => 2);
+  got = receiver.got("/hook");
   dir = await mkdtemp(path.join(os.tmpdir(), "tidings-bcast-"));
 });
 afterAll(async () => {
   await killStarted();
-  await new Promise((r) => receiver.close(r));
+  await receiver.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -51,29 +40,6 @@ async function withDb<T>(url: string, fn: (db: pg.Client) => Promise<T>): Promis
   } finally {
     await db.end();
   }
-}
-
-async function waitUntil(check: () => Promise<boolean> | boolean, ms: number, what: string) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Every member reached under exactly one delivery id; returns how many requests repeated an id. */
-function expectEachOnce(ids: string[], users: string[]) {
-  const byUser = new Map<string, Set<string>>();
-  let repeats = 0;
-  for (const id of ids) {
-    const carried = got.get(id) ?? [];
-    repeats += Math.max(0, carried.length - 1);
-    for (const u of carried) byUser.set(u, (byUser.get(u) ?? new Set()).add(id));
-  }
-  expect([...byUser.keys()].sort()).toEqual([...users].sort());
-  const twice = [...byUser].filter(([, s]) => s.size > 1).map(([u]) => u);
-  expect(twice, "members reached under two delivery ids").toEqual([]);
-  return repeats;
 }
 
 describe("broadcasts across processes", () => {
@@ -103,23 +69,10 @@ describe("broadcasts across processes", () => {
       call(api, ws.adminApiKey, "POST", "/api/admin/broadcasts/execute", {
         broadcastName: name,
         segmentDefinition: { entryNode: { type: "Everyone", id: "all" }, nodes: [] },
-        messageTemplateDefinition: { type: "Webhook", url: `${receiverUrl}/hook`, method: "POST", body: '{"user":"{{ user.id }}"}' },
+        messageTemplateDefinition: { type: "Webhook", url: `${receiver.url}/hook`, method: "POST", body: '{"user":"{{ user.id }}"}' },
       });
-    const idsOf = async (broadcastId: string) => {
-      const ids: string[] = [];
-      let cursor: string | null = null;
-      do {
-        const page: any = await call(
-          api,
-          ws.adminApiKey,
-          "GET",
-          `/api/admin/deliveries?broadcastId=${broadcastId}&limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
-        );
-        ids.push(...page.items.map((d: { id: string }) => d.id));
-        cursor = page.nextCursor;
-      } while (cursor);
-      return ids;
-    };
+    const idsOf = async (broadcastId: string) =>
+      (await listAll(api, ws.adminApiKey, `/api/admin/deliveries?broadcastId=${broadcastId}`)).map((d: { id: string }) => d.id);
     const completed = (id: string) => async () =>
       (await call(api, ws.adminApiKey, "GET", `/api/admin/broadcasts/${id}`)).status === "Completed";
 
@@ -144,7 +97,7 @@ describe("broadcasts across processes", () => {
     expect(atKill).toBeLessThan(USERS);
     const crashIds = await idsOf(first.broadcastId);
     expect(crashIds).toHaveLength(USERS);
-    expectEachOnce(crashIds, users);
+    expectEachOnce(got, crashIds, users);
     // At most one resend, and only of a message that was in flight when the worker died.
     const resent = crashIds.filter((id) => (got.get(id)?.length ?? 0) > 1);
     expect(
@@ -163,7 +116,7 @@ describe("broadcasts across processes", () => {
     const shared = await execute("shared");
     await waitUntil(completed(shared.broadcastId), 60_000, "the shared broadcast to complete");
     const sharedIds = await idsOf(shared.broadcastId);
-    expect(expectEachOnce(sharedIds, users)).toBe(0);
+    expect(expectEachOnce(got, sharedIds, users)).toBe(0);
     expect(second.output()).not.toMatch(/"level":50|error/i);
   });
 });

@@ -71,6 +71,28 @@ export async function callApi(server: ServerProcess, key: string, method: string
   return text ? JSON.parse(text) : null;
 }
 
+/** Every item of a paged admin list (`p` without limit or cursor), through `callApi`. */
+export async function listAll(server: ServerProcess, key: string, p: string): Promise<any[]> {
+  const items: any[] = [];
+  let cursor: string | null = null;
+  do {
+    const sep = p.includes("?") ? "&" : "?";
+    const page: any = await callApi(server, key, "GET", `${p}${sep}limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    items.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return items;
+}
+
+/** Polls `check` every 50 ms until it holds; throws naming `what` after `ms`. */
+export async function waitUntil(check: () => Promise<boolean> | boolean, ms: number, what: string) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export async function readCredentials(dir: string) {
   return JSON.parse(await readFile(path.join(dir, "credentials.json"), "utf8")) as { writeKey: string; adminApiKey: string };
 }

@@ -1,7 +1,9 @@
 // A webhook receiver on 127.0.0.1 for tests: each request's webhook-id and body, handed to `onRequest`,
-// which answers it (at once, after a delay, or never until the test lets it).
+// which answers it (at once, after a delay, or never until the test lets it); or a tally of the users
+// each webhook-id reached, for the exactly-once checks across processes.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { expect } from "vitest";
 
 export interface Received {
   id: string;
@@ -30,4 +32,44 @@ export async function startReceiver(
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/** A receiver that tallies what it got: per path, the `user` of each JSON body by webhook-id. */
+export interface Tally extends Receiver {
+  /** webhook-id → the users it carried, one entry per request received on `path`. */
+  got(path: string): Map<string, string[]>;
+}
+
+/** A tallying receiver answering 200 after `latencyMs(path)`. */
+export async function startTally(latencyMs: (path: string) => number = () => 0): Promise<Tally> {
+  const byPath = new Map<string, Map<string, string[]>>();
+  const got = (p: string) => {
+    const m = byPath.get(p) ?? new Map<string, string[]>();
+    byPath.set(p, m);
+    return m;
+  };
+  const receiver = await startReceiver(({ id, path, body }, res) => {
+    const m = got(path);
+    m.set(id, [...(m.get(id) ?? []), String(JSON.parse(body).user)]);
+    setTimeout(() => res.writeHead(200).end(), latencyMs(path));
+  });
+  return { ...receiver, got };
+}
+
+/**
+ * Every user reached, each under exactly one of the delivery ids `ids` (a resend after a crash
+ * carries the same id); returns how many requests repeated an id.
+ */
+export function expectEachOnce(got: Map<string, string[]>, ids: string[], users: string[]): number {
+  const byUser = new Map<string, Set<string>>();
+  let repeats = 0;
+  for (const id of ids) {
+    const carried = got.get(id) ?? [];
+    repeats += Math.max(0, carried.length - 1);
+    for (const u of carried) byUser.set(u, (byUser.get(u) ?? new Set()).add(id));
+  }
+  expect([...byUser.keys()].sort()).toEqual([...users].sort());
+  const twice = [...byUser].filter(([, s]) => s.size > 1).map(([u]) => u);
+  expect(twice, "users reached under two delivery ids").toEqual([]);
+  return repeats;
 }
