@@ -262,6 +262,8 @@ describe("tidings journeys stats|runs", () => {
     );
     const converted = JSON.parse((await cli("journeys", "runs", "Trial nudge", "--status", "Converted", "--json")).stdout) as RunPage;
     expect(converted.items.map((r) => r.userId)).toEqual(["tara"]);
+    const user = await cli("users", "get", "tara");
+    expect(user.stdout).toMatch(/^Journey runs\nJOURNEY\s+STATUS\s+NODE\s+ENTERED\nTrial nudge\s+Converted\s+wait\s+\d{4}-/m);
 
     const out = await cli("journeys", "stats", "Trial nudge");
     expect(out.stdout).toMatch(/^ENTERED\s+ACTIVE\s+COMPLETED\s+CONVERTED\n\s*2\s+1\s+0\s+1$/m);

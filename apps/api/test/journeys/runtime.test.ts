@@ -55,6 +55,30 @@ describe("entries", () => {
     ]);
   });
 
+  it("EntryNode: members an evaluation under way commits after the journey starts still enter", async () => {
+    await world();
+    const seg = await w.manualSegment();
+    // An evaluation under way: the engine's workspace lock held, a membership written, not yet
+    // committed — begun before the journey runs, so it records no signal for it.
+    const evaluation = await t.ctx.db.pool.connect();
+    try {
+      await evaluation.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [`segments:${w.ws.id}`]);
+      await evaluation.query("BEGIN");
+      await evaluation.query(
+        "INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at) VALUES ($1, $2, 'wes', now())",
+        [w.ws.id, seg],
+      );
+      const j = await w.journey({ status: "Running", definition: definition({ segment: seg }, [delaySeconds("wait", 60, "ExitNode")]) });
+      await new Promise((r) => setTimeout(r, 500));
+      await evaluation.query("COMMIT");
+      await evaluation.query("SELECT pg_advisory_unlock_all()");
+      const runs = await waitFor(() => w.runs(j.id), (rs) => rs.length === 1, 5000);
+      expect(runs.map((r) => r.userId)).toEqual(["wes"]);
+    } finally {
+      evaluation.release();
+    }
+  });
+
   it("EventEntryNode: a run per committed track event of that name, with the event in the message's scope", async () => {
     await world();
     const tpl = await w.template("e2");

@@ -35,7 +35,7 @@ export function registerUserCommands(program: Command) {
 
   group
     .command("get")
-    .description("Show a user: traits, identities, segments and recent events")
+    .description("Show a user: traits, identities, segments, journey runs and recent events")
     .argument("<user-id>", "the user's id (or a linked anonymousId)")
     .action(
       action(async (ctx, userId: string) => {
@@ -53,6 +53,15 @@ export function registerUserCommands(program: Command) {
           { header: "ID", value: (s) => s.segmentId },
           { header: "ENTERED", value: (s) => formatTime(s.enteredAt) },
         ]);
+        if (u.journeyRuns?.length) {
+          ctx.out.line("\nJourney runs");
+          ctx.out.table(u.journeyRuns, [
+            { header: "JOURNEY", value: (r) => r.journeyName },
+            { header: "STATUS", value: (r) => r.status },
+            { header: "NODE", value: (r) => r.nodeId },
+            { header: "ENTERED", value: (r) => formatTime(r.enteredAt) },
+          ]);
+        }
         ctx.out.line("\nRecent events");
         ctx.out.table(u.recentEvents.slice(0, 10), [
           { header: "TIME", value: (e) => formatTime(e.timestamp) },
@@ -65,7 +74,7 @@ export function registerUserCommands(program: Command) {
 
   group
     .command("delete")
-    .description("Erase a user: profile, events, memberships, and personal data of its deliveries")
+    .description("Erase a user: profile, events, memberships, and personal data of its deliveries and journey runs")
     .argument("<user-id>", "the user's id")
     .action(
       action(async (ctx, userId: string) => {

@@ -50,7 +50,12 @@ export async function enterMembers(db: pg.Pool | pg.PoolClient, workspaceId: str
  * wakes the waiting runs of the users who entered a segment (a wait or the exit segment may be
  * satisfied: the run looks again). Returns how many signals it took.
  */
-export async function takeSignals(db: pg.PoolClient, workspaceId: string, journeys: LiveJourney[], now: Date): Promise<number> {
+export async function takeSignals(
+  db: pg.PoolClient,
+  workspaceId: string,
+  running: (db: pg.PoolClient) => Promise<LiveJourney[]>,
+  now: Date,
+): Promise<number> {
   return inTransaction(db, async () => {
     // One taker per workspace at a time, so "at most one run ever" holds between two takers.
     await db.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [ENTRY_LOCK_SPACE, workspaceId]);
@@ -61,6 +66,9 @@ export async function takeSignals(db: pg.PoolClient, workspaceId: string, journe
       [workspaceId],
     );
     if (rows.length === 0) return 0;
+    // Read after the signals: a signal is only written for a journey already running, so every
+    // journey a signal taken here is for is seen (one started since an earlier read included).
+    const journeys = await running(db);
     const entered = rows.filter((r) => r.segment_id !== null);
     const tracked = rows.flatMap((r) => (r.message_id !== null ? [r.message_id] : []));
     for (const j of journeys) {

@@ -74,8 +74,14 @@ export class JourneyRuntime {
       if (await this.advance(p.workspaceId, job.stopping)) await this.wake(p.workspaceId);
     });
     jobs.register(ENTER, async (p: { workspaceId: string; journeyId: string }) => {
-      const j = (await this.running(p.workspaceId)).find((r) => r.id === p.journeyId);
-      if (j && (await enterMembers(this.o.pool, p.workspaceId, j, this.now())) > 0) await this.wake(p.workspaceId);
+      // While no evaluation of the workspace is under way: one that began before the journey
+      // started recorded no signal for it, so its members must be committed before they are read;
+      // every later one sees the running journey and records its enters as signals.
+      const entered = await segments.exclusive(p.workspaceId, async (db) => {
+        const j = (await this.running(p.workspaceId, db)).find((r) => r.id === p.journeyId);
+        return j ? enterMembers(db, p.workspaceId, j, this.now()) : 0;
+      });
+      if (entered > 0) await this.wake(p.workspaceId);
     });
     jobs.register(TICK, async () => {
       for (const workspaceId of await this.workspacesWithWork()) await this.wake(workspaceId);
@@ -124,11 +130,11 @@ export class JourneyRuntime {
     let broken: Error | undefined;
     try {
       for (;;) {
-        const journeys = await this.running(workspaceId, client);
         let full = false;
-        while ((await takeSignals(client, workspaceId, journeys, this.now())) > 0) {
+        while ((await takeSignals(client, workspaceId, (db) => this.running(workspaceId, db), this.now())) > 0) {
           if (Date.now() > deadline) return true;
         }
+        const journeys = await this.running(workspaceId, client);
         for (const j of journeys) {
           while ((await advanceBatch(client, this.deps, workspaceId, j, this.now(), RUN_BATCH)) === RUN_BATCH) {
             if (Date.now() > deadline || stopping?.aborted) {

@@ -123,11 +123,45 @@ export class SegmentEngine {
     }
     // Changes that arrived meanwhile (their notifications were skipped, or a refresh that found
     // the lock taken returned) are ours to wake. Notifications from now on wake it themselves.
+    await this.wakeIfPending(workspaceId);
+  }
+
+  private async wakeIfPending(workspaceId: string) {
     const { rows } = await this.options.pool.query<{ pending: boolean }>(
       "SELECT EXISTS (SELECT 1 FROM segment_outbox WHERE workspace_id = $1) AS pending",
       [workspaceId],
     );
     if (rows[0]!.pending) await this.wake(workspaceId);
+  }
+
+  /**
+   * Runs `fn` while no refresh of the workspace runs (holding the refresh's lock, waiting for it):
+   * every evaluation begun before has committed, and none begins until `fn` returns.
+   */
+  async exclusive<T>(workspaceId: string, fn: (db: pg.PoolClient) => Promise<T>): Promise<T> {
+    const lock = `segments:${workspaceId}`;
+    const client = await this.options.pool.connect();
+    let broken: Error | undefined;
+    let result: T;
+    try {
+      await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [lock]);
+      try {
+        result = await fn(client);
+      } finally {
+        await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [lock]).catch((err: Error) => {
+          broken = err;
+        });
+      }
+    } catch (err) {
+      broken ??= err as Error;
+      throw err;
+    } finally {
+      // A connection whose unlock failed is dropped, and its session's lock with it.
+      client.release(broken);
+    }
+    // Refreshes that found the lock taken returned: what they left is ours to wake.
+    await this.wakeIfPending(workspaceId);
+    return result;
   }
 
   /** Applies everything pending at the engine's clock, waiting for a running refresh first (tests, CLI waits). */
