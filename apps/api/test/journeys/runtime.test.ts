@@ -424,6 +424,30 @@ describe("runs and lifecycle", () => {
 });
 
 describe("the interface specification's editor draft", () => {
+  it("its seed draft (EntryUiNode with `child`, edges with `disableMarker`), completed up to ExitNode, compiles and runs", async () => {
+    await world();
+    const seg = await w.manualSegment();
+    const tpl = await w.template("spec");
+    const edge = (source: string, target: string) => ({ source, target, data: { type: "JourneyUiDefinitionEdgeProps", disableMarker: true } });
+    const draft = {
+      nodes: [
+        {
+          id: "EntryNode",
+          data: { type: "JourneyUiNodeDefinitionProps", nodeTypeProps: { type: "EntryUiNode", variant: { type: "EntryNode", segment: seg, child: "node-2" } } },
+        },
+        { id: "node-2", data: { type: "JourneyUiNodeDefinitionProps", nodeTypeProps: { type: "MessageNode", channel: "Webhook", templateId: tpl } } },
+        { id: "ExitNode", data: { type: "JourneyUiNodeDefinitionProps", nodeTypeProps: { type: "ExitNode" } } },
+      ],
+      edges: [edge("EntryNode", "node-2"), edge("node-2", "ExitNode")],
+    };
+    const j = await w.journey({ status: "Running", draft });
+    expect(j.definition.nodes.map((n: any) => [n.id, n.type, n.child])).toEqual([["node-2", "MessageNode", "ExitNode"]]);
+    await w.add(seg, ["xia"]);
+    await waitFor(() => w.runs(j.id), (rs) => rs[0]?.status === "Completed");
+    await w.deliveries(j.id);
+    expect(bodies("spec").map((b) => b.user)).toEqual(["xia"]);
+  });
+
   it("compiles (EntryUiNode → delay → split → message → exit) and runs, and timer lateness is on /metrics", async () => {
     await world();
     const entry = await w.manualSegment();
