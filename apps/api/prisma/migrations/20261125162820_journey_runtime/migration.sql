@@ -67,6 +67,9 @@ CREATE TABLE "journey_signals" (
 CREATE UNIQUE INDEX "journey_runs_workspace_id_journey_id_user_id_key" ON "journey_runs"("workspace_id", "journey_id", "user_id") WHERE "status" = 'Active';
 
 -- CreateIndex
+-- CreateIndex
+CREATE INDEX "journey_runs_workspace_id_journey_id_user_id_entered_at_idx" ON "journey_runs"("workspace_id", "journey_id", "user_id", "entered_at");
+
 -- Partial (edited by hand): the durable timers, drained by due time; ended runs leave it.
 CREATE INDEX "journey_runs_workspace_id_journey_id_due_at_idx" ON "journey_runs"("workspace_id", "journey_id", "due_at") WHERE "status" = 'Active';
 

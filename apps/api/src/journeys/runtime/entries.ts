@@ -18,31 +18,55 @@ const ENTRY_LOCK_SPACE = 0x74646a65; // "tdje"
 /**
  * The statement that starts runs for the users `source` selects (columns user_id, event; its
  * parameters from $6 on): at the entry's first node, due at once. A user with an active run of the
- * journey, or with any run when the journey cannot run twice for a user (or `once`), is left out.
+ * journey (the partial unique index: ON CONFLICT), or with any run when `anyRun` blocks (a journey
+ * that cannot run twice for a user), is left out. The NOT EXISTS is a lookup by (workspace,
+ * journey, user) on its index whatever the planner thinks of the source's size.
  */
-function startRuns(source: string, once = false) {
-  const blocking = once ? "true" : "r.status = 'Active' OR NOT (SELECT can_run_multiple FROM journeys WHERE workspace_id = $1 AND id = $2)";
+function startRuns(source: string, anyRun: boolean) {
   return `INSERT INTO journey_runs (workspace_id, id, journey_id, version, user_id, node_id, waiting, due_at, event, entered_at, updated_at)
     SELECT $1, gen_random_uuid(), $2, $3, s.user_id, $4, false, $5, s.event, $5, $5
     FROM (${source}) s
-    WHERE NOT EXISTS (SELECT 1 FROM journey_runs r WHERE r.workspace_id = $1 AND r.journey_id = $2 AND r.user_id = s.user_id
-      AND (${blocking}))
+    ${anyRun ? "WHERE NOT EXISTS (SELECT 1 FROM journey_runs r WHERE r.workspace_id = $1 AND r.journey_id = $2 AND r.user_id = s.user_id)" : ""}
     ON CONFLICT DO NOTHING`;
 }
 
 const entryParams = (workspaceId: string, j: LiveJourney, now: Date) => [workspaceId, j.id, j.version, j.definition.entryNode.child, now];
 
+/** Members entered per statement when a journey starts: the first runs advance while the rest enter. */
+const MEMBER_CHUNK = 5000;
+
+/** Serializes a workspace's entries (for "at most one run ever"); call inside the transaction. */
+const lockEntries = (db: pg.PoolClient, workspaceId: string) =>
+  db.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [ENTRY_LOCK_SPACE, workspaceId]);
+
 /**
- * Starts runs for the current members of an EntryNode journey's segment (when it starts); a member
- * who has had a run since (entering meanwhile) is not started again.
+ * Starts runs for the current members of an EntryNode journey's segment (when it starts), a chunk
+ * of members per transaction, calling `entered` after each commit that started runs; a member who
+ * has had a run since (entering meanwhile) is not started again.
  */
-export async function enterMembers(db: pg.Pool | pg.PoolClient, workspaceId: string, j: LiveJourney, now: Date): Promise<number> {
-  if (j.definition.entryNode.type !== "EntryNode") return 0;
-  const { rowCount } = await db.query(
-    startRuns("SELECT profile_id AS user_id, NULL::jsonb AS event FROM segment_memberships WHERE workspace_id = $1 AND segment_id = $6::uuid", true),
-    [...entryParams(workspaceId, j, now), j.definition.entryNode.segment],
-  );
-  return rowCount ?? 0;
+export async function enterMembers(db: pg.PoolClient, workspaceId: string, j: LiveJourney, now: Date, entered: () => Promise<unknown>) {
+  const entry = j.definition.entryNode;
+  if (entry.type !== "EntryNode") return;
+  let after = "";
+  for (;;) {
+    const { rows } = await db.query<{ profile_id: string }>(
+      `SELECT profile_id FROM segment_memberships WHERE workspace_id = $1 AND segment_id = $2 AND profile_id > $3
+       ORDER BY profile_id LIMIT ${MEMBER_CHUNK}`,
+      [workspaceId, entry.segment, after],
+    );
+    if (rows.length === 0) return;
+    const started = await inTransaction(db, async () => {
+      await lockEntries(db, workspaceId);
+      const users = rows.map((r) => r.profile_id);
+      const { rowCount } = await db.query(startRuns("SELECT unnest($6::text[]) AS user_id, NULL::jsonb AS event", true), [
+        ...entryParams(workspaceId, j, now),
+        users,
+      ]);
+      return rowCount ?? 0;
+    });
+    if (started > 0) await entered();
+    after = rows[rows.length - 1]!.profile_id;
+  }
 }
 
 /**
@@ -58,7 +82,7 @@ export async function takeSignals(
 ): Promise<number> {
   return inTransaction(db, async () => {
     // One taker per workspace at a time, so "at most one run ever" holds between two takers.
-    await db.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [ENTRY_LOCK_SPACE, workspaceId]);
+    await lockEntries(db, workspaceId);
     const { rows } = await db.query<{ segment_id: string | null; message_id: string | null; user_id: string }>(
       `DELETE FROM journey_signals WHERE workspace_id = $1 AND id IN (
          SELECT id FROM journey_signals WHERE workspace_id = $1 ORDER BY id LIMIT ${SIGNAL_BATCH} FOR UPDATE SKIP LOCKED)
@@ -76,7 +100,10 @@ export async function takeSignals(
       if (entry.type === "EntryNode") {
         const users = [...new Set(entered.filter((r) => r.segment_id === entry.segment).map((r) => r.user_id))];
         if (users.length === 0) continue;
-        await db.query(startRuns("SELECT unnest($6::text[]) AS user_id, NULL::jsonb AS event"), [...entryParams(workspaceId, j, now), users]);
+        await db.query(startRuns("SELECT unnest($6::text[]) AS user_id, NULL::jsonb AS event", !j.canRunMultiple), [
+          ...entryParams(workspaceId, j, now),
+          users,
+        ]);
       } else if (tracked.length > 0) {
         // The user's first such event of the batch starts the run; it is the run's `event`.
         await db.query(
@@ -84,7 +111,7 @@ export async function takeSignals(
               jsonb_build_object('event', e.event, 'messageId', e.message_id, 'userId', e.user_id, 'anonymousId', e.anonymous_id,
                 'properties', coalesce(e.payload -> 'properties', '{}'::jsonb), 'timestamp', e.event_time) AS event
             FROM events_resolved e WHERE e.workspace_id = $1 AND e.message_id = ANY($6::text[]) AND e.event = $7
-            ORDER BY e.profile_id, e.event_time, e.message_id`),
+            ORDER BY e.profile_id, e.event_time, e.message_id`, !j.canRunMultiple),
           [...entryParams(workspaceId, j, now), tracked, entry.event],
         );
       }

@@ -77,11 +77,10 @@ export class JourneyRuntime {
       // While no evaluation of the workspace is under way: one that began before the journey
       // started recorded no signal for it, so its members must be committed before they are read;
       // every later one sees the running journey and records its enters as signals.
-      const entered = await segments.exclusive(p.workspaceId, async (db) => {
+      await segments.exclusive(p.workspaceId, async (db) => {
         const j = (await this.running(p.workspaceId, db)).find((r) => r.id === p.journeyId);
-        return j ? enterMembers(db, p.workspaceId, j, this.now()) : 0;
+        if (j) await enterMembers(db, p.workspaceId, j, this.now(), () => this.wake(p.workspaceId));
       });
-      if (entered > 0) await this.wake(p.workspaceId);
     });
     jobs.register(TICK, async () => {
       for (const workspaceId of await this.workspacesWithWork()) await this.wake(workspaceId);
