@@ -41,6 +41,7 @@ export interface BenchServer {
   base: string;
   workspaceId: string;
   adminKey: string;
+  writeKey: string;
   /** An admin API call with the default workspace's admin key; throws on a status ≥ 300. */
   admin(method: string, p: string, body?: unknown): Promise<any>;
   stop(): Promise<void>;
@@ -91,9 +92,9 @@ export async function startBenchServer(name: string, options: { postgresFlags?: 
       stdio: ["ignore", "pipe", "pipe"],
     });
     // With DATABASE_URL the default workspace's keys are printed once (never saved to a file).
-    const [, workspaceId, adminKey] = await waitForLine(
+    const [, workspaceId, writeKey, adminKey] = await waitForLine(
       server,
-      /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /,
+      /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /,
     );
     const base = `http://127.0.0.1:${port}`;
     const admin = async (method: string, p: string, body?: unknown) => {
@@ -106,7 +107,7 @@ export async function startBenchServer(name: string, options: { postgresFlags?: 
       if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
       return text ? JSON.parse(text) : null;
     };
-    return { dbUrl, base, workspaceId: workspaceId!, adminKey: adminKey!, admin, stop };
+    return { dbUrl, base, workspaceId: workspaceId!, adminKey: adminKey!, writeKey: writeKey!, admin, stop };
   } catch (err) {
     await stop();
     throw err;
