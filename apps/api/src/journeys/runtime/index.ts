@@ -134,8 +134,12 @@ export class JourneyRuntime {
           if (Date.now() > deadline) return true;
         }
         const journeys = await this.running(workspaceId, client);
+        let advanced = 0;
         for (const j of journeys) {
-          while ((await advanceBatch(client, this.deps, workspaceId, j, this.now(), RUN_BATCH)) === RUN_BATCH) {
+          for (;;) {
+            const n = await advanceBatch(client, this.deps, workspaceId, j, this.now(), RUN_BATCH);
+            advanced += n;
+            if (n < RUN_BATCH) break;
             if (Date.now() > deadline || stopping?.aborted) {
               full = true;
               break;
@@ -148,6 +152,9 @@ export class JourneyRuntime {
         const next = await this.nextDue(client, workspaceId);
         if (next === null) return false;
         const wait = next - this.o.clock();
+        // Due runs this pass could not take are another job's, under way (or a dead one's, which
+        // the tick finds once its transaction is gone): that job goes on with them.
+        if (wait <= 0 && advanced === 0) return false;
         if (wait > HORIZON_MS) return false;
         if (Date.now() + wait > deadline || stopping?.aborted) return true;
         if (wait > 0) await sleep(wait, stopping);
