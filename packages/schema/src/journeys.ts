@@ -65,7 +65,13 @@ export const LocalTimeDelayVariant = z.strictObject({
 export const UserPropertyDelayVariant = z.strictObject({
   type: z.literal("UserProperty"),
   userProperty: z.string().min(1).max(200).describe("Dot path of a trait holding a date (ISO 8601 or epoch ms): wait until then."),
-  offsetSeconds: z.number().int().default(0).describe("Added to that date; negative to act before it (e.g. -86400: a day before)."),
+  offsetSeconds: z
+    .number()
+    .int()
+    .min(-10 * 365 * 24 * 3600)
+    .max(10 * 365 * 24 * 3600)
+    .default(0)
+    .describe("Added to that date, within ±10 years; negative to act before it (e.g. -86400: a day before)."),
 });
 export const DelayVariant = z
   .discriminatedUnion("type", [SecondDelayVariant, LocalTimeDelayVariant, UserPropertyDelayVariant])
@@ -381,13 +387,17 @@ export const JourneyResource = z
       .uuid()
       .nullable()
       .optional()
-      .describe("A run ends as soon as its user is in this segment, counted as `converted` in the stats; null when the journey has no exit segment."),
+      .describe(
+        "A run ends as soon as its user is in this segment, counted as `converted` in the stats; null when the journey has no exit segment.",
+      ),
     version: z
       .number()
       .int()
       .min(0)
       .optional()
-      .describe("The definition version new runs take: 1 when the journey first starts, +1 for each definition saved after that; 0 before it starts."),
+      .describe(
+        "The definition version new runs take: 1 when the journey first starts, +1 for each definition saved after that; 0 before it starts.",
+      ),
     createdAt: EpochMillis,
     updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
   })
@@ -414,7 +424,9 @@ export const UpsertJourneyRequestBody = z
       .uuid()
       .nullable()
       .optional()
-      .describe("Segment id: a run ends as soon as its user is in it (counted `converted`). Omitted keeps the stored value; `null` removes it."),
+      .describe(
+        "Segment id: a run ends as soon as its user is in it (counted `converted`). Omitted keeps the stored value; `null` removes it.",
+      ),
     ...serverManagedFields,
     version: ServerManaged,
   })
@@ -448,7 +460,10 @@ export const JourneyRun = z
     status: JourneyRunStatus,
     nodeId: z.string().describe("The node the run is at (for an ended run, the last one it reached)."),
     waitingUntil: EpochMillis.nullable().describe("For a run waiting in a delay or a wait: when the delay ends or the wait times out."),
-    event: z.record(z.string(), z.unknown()).nullable().describe("The track event that started the run (EventEntryNode), as `event` in its messages' templates."),
+    event: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe("The track event that started the run (EventEntryNode), as `event` in its messages' templates."),
     enteredAt: EpochMillis,
     updatedAt: EpochMillis,
     endedAt: EpochMillis.nullable(),
@@ -466,7 +481,12 @@ export const JourneyRunListResponse = listResponse("runs", JourneyRun);
 export type JourneyRunListResponse = z.infer<typeof JourneyRunListResponse>;
 
 export const JourneyStatsQuery = WorkspaceQuery.extend({
-  version: z.coerce.number().int().min(1).optional().describe("Only runs of this definition version (its nodes); default every version, with the current version's nodes."),
+  version: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe("Only runs of this definition version (its nodes); default every version, with the current version's nodes."),
 });
 export type JourneyStatsQuery = z.infer<typeof JourneyStatsQuery>;
 
@@ -496,7 +516,9 @@ export const JourneyStats = z
     journeyId: z.uuid(),
     version: z.number().int().nullable().describe("The version asked for; null for every version."),
     ...RunCounts,
-    nodes: z.array(JourneyNodeStats).describe("Per node of the version's definition (the current one when no version is asked), in definition order, then `ExitNode`."),
+    nodes: z
+      .array(JourneyNodeStats)
+      .describe("Per node of the version's definition (the current one when no version is asked), in definition order, then `ExitNode`."),
     versions: z
       .array(z.object({ version: z.number().int(), ...RunCounts }))
       .describe("The same run counts per definition version that has runs."),

@@ -74,7 +74,9 @@ export async function journeyStats(prisma: PrismaClient, workspaceId: string, jo
   }
   const [totals, perVersion, waiting, reached, messages] = await Promise.all([
     prisma.$queryRaw<Counts[]>`SELECT ${RUN_COUNTS} FROM journey_runs WHERE ${ws} ${only}`,
-    prisma.$queryRaw<(Counts & { version: number })[]>`SELECT version, ${RUN_COUNTS} FROM journey_runs WHERE ${ws} GROUP BY version ORDER BY version`,
+    prisma.$queryRaw<
+      (Counts & { version: number })[]
+    >`SELECT version, ${RUN_COUNTS} FROM journey_runs WHERE ${ws} GROUP BY version ORDER BY version`,
     prisma.$queryRaw<{ node_id: string; n: number }[]>`
       SELECT node_id, count(*)::int AS n FROM journey_runs WHERE ${ws} ${only} AND status = 'Active' GROUP BY node_id`,
     prisma.$queryRaw<{ node_id: string; n: number }[]>`

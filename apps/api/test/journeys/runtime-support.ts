@@ -70,10 +70,17 @@ export async function journeyWorld(t: TestApp, clock: TestClock, receiver: Recei
 }
 
 /** A definition: the entry, then `nodes` (the first node is the entry's child). */
-export function definition(entry: JourneyDefinition["entryNode"] | { segment: string } | { event: string }, nodes: JourneyBodyNode[]): JourneyDefinition {
+export function definition(
+  entry: JourneyDefinition["entryNode"] | { segment: string } | { event: string },
+  nodes: JourneyBodyNode[],
+): JourneyDefinition {
   const first = nodes[0]?.id ?? "ExitNode";
   const entryNode =
-    "type" in entry ? entry : "segment" in entry ? { type: "EntryNode" as const, segment: entry.segment, child: first } : { type: "EventEntryNode" as const, event: entry.event, child: first };
+    "type" in entry
+      ? entry
+      : "segment" in entry
+        ? { type: "EntryNode" as const, segment: entry.segment, child: first }
+        : { type: "EventEntryNode" as const, event: entry.event, child: first };
   return { entryNode: { ...entryNode, child: first }, nodes, exitNode: { type: "ExitNode", id: "ExitNode" } };
 }
 

@@ -14,7 +14,10 @@ const clock = new TestClock();
 /** Bodies the receiver got, by webhook-id (the delivery id). */
 const got = new Map<string, string[]>();
 const bodies = (tag: string) =>
-  [...got.values()].flat().map((b) => JSON.parse(b)).filter((b) => b.tag === tag);
+  [...got.values()]
+    .flat()
+    .map((b) => JSON.parse(b))
+    .filter((b) => b.tag === tag);
 
 beforeAll(async () => {
   receiver = await startReceiver(({ id, body }, res) => {
@@ -40,13 +43,27 @@ describe("entries", () => {
     const tpl = await w.template("e1");
     const j = await w.journey({ status: "Running", definition: definition({ segment: seg }, [message("hello", tpl)]) });
     expect(j.version).toBe(1);
-    await waitFor(() => w.runs(j.id), (rs) => rs.length === 2 && rs.every((r) => r.status === "Completed"));
+    await waitFor(
+      () => w.runs(j.id),
+      (rs) => rs.length === 2 && rs.every((r) => r.status === "Completed"),
+    );
     await w.add(seg, ["cy"]);
-    const runs = await waitFor(() => w.runs(j.id), (rs) => rs.length === 3 && rs.every((r) => r.status === "Completed"));
+    const runs = await waitFor(
+      () => w.runs(j.id),
+      (rs) => rs.length === 3 && rs.every((r) => r.status === "Completed"),
+    );
     expect(runs.map((r) => r.userId).sort()).toEqual(["ann", "bob", "cy"]);
     const ds = await w.deliveries(j.id);
-    expect(ds.map((d) => [d.userId, d.status]).sort()).toEqual([["ann", "Sent"], ["bob", "Sent"], ["cy", "Sent"]]);
-    expect(bodies("e1").map((b) => b.user).sort()).toEqual(["ann", "bob", "cy"]);
+    expect(ds.map((d) => [d.userId, d.status]).sort()).toEqual([
+      ["ann", "Sent"],
+      ["bob", "Sent"],
+      ["cy", "Sent"],
+    ]);
+    expect(
+      bodies("e1")
+        .map((b) => b.user)
+        .sort(),
+    ).toEqual(["ann", "bob", "cy"]);
     const stats = await w.stats(j.id);
     expect(stats).toMatchObject({ entered: 3, active: 0, completed: 3, converted: 0 });
     expect(stats.nodes).toEqual([
@@ -72,7 +89,11 @@ describe("entries", () => {
       await new Promise((r) => setTimeout(r, 500));
       await evaluation.query("COMMIT");
       await evaluation.query("SELECT pg_advisory_unlock_all()");
-      const runs = await waitFor(() => w.runs(j.id), (rs) => rs.length === 1, 5000);
+      const runs = await waitFor(
+        () => w.runs(j.id),
+        (rs) => rs.length === 1,
+        5000,
+      );
       expect(runs.map((r) => r.userId)).toEqual(["wes"]);
     } finally {
       evaluation.release();
@@ -85,7 +106,10 @@ describe("entries", () => {
     const j = await w.journey({ status: "Running", definition: definition({ event: "Order Placed" }, [message("thanks", tpl)]) });
     await w.send([identify("dan", { plan: "pro" }, clock.now)]);
     await w.send([track({ userId: "dan" }, "Order Placed", clock.now, { sku: "sku-9" }), track({ userId: "eve" }, "Other", clock.now)]);
-    const runs = await waitFor(() => w.runs(j.id), (rs) => rs.length === 1 && rs[0].status === "Completed");
+    const runs = await waitFor(
+      () => w.runs(j.id),
+      (rs) => rs.length === 1 && rs[0].status === "Completed",
+    );
     expect(runs[0]).toMatchObject({ userId: "dan", status: "Completed", event: { event: "Order Placed", properties: { sku: "sku-9" } } });
     await w.deliveries(j.id);
     expect(bodies("e2")).toEqual([{ user: "dan", tag: "e2", sku: "sku-9" }]);
@@ -136,11 +160,15 @@ describe("delays from user data", () => {
       await w.add(seg, ids);
       await w.settle();
       const runs = await w.runs(j.id);
-      return Object.fromEntries(ids.map((id) => [id.split("-")[0], new Date(runs.find((r) => r.userId === id).waitingUntil).toISOString()]));
+      return Object.fromEntries(
+        ids.map((id) => [id.split("-")[0], new Date(runs.find((r) => r.userId === id).waitingUntil).toISOString()]),
+      );
     };
     try {
       // 2026-03-08 02:00 New York: clocks go forward (EST → EDT). 15:00 EST on the 7th.
-      expect(await waits("2026-03-07T20:00:00.000Z", { ny: "America/New_York", tokyo: "Asia/Tokyo", mars: "Mars/Olympus", none: undefined })).toEqual({
+      expect(
+        await waits("2026-03-07T20:00:00.000Z", { ny: "America/New_York", tokyo: "Asia/Tokyo", mars: "Mars/Olympus", none: undefined }),
+      ).toEqual({
         ny: "2026-03-08T13:00:00.000Z",
         tokyo: "2026-03-08T00:00:00.000Z",
         mars: "2026-03-08T09:00:00.000Z",
@@ -162,7 +190,12 @@ describe("delays from user data", () => {
     const j = await w.journey({
       status: "Running",
       definition: definition({ segment: seg }, [
-        { id: "before", type: "DelayNode", variant: { type: "UserProperty", userProperty: "trial.endsAt", offsetSeconds: -3600 }, child: "ExitNode" },
+        {
+          id: "before",
+          type: "DelayNode",
+          variant: { type: "UserProperty", userProperty: "trial.endsAt", offsetSeconds: -3600 },
+          child: "ExitNode",
+        },
       ]),
     });
     const hour = 3600 * SECOND;
@@ -188,7 +221,10 @@ describe("branches", () => {
   it("SegmentSplitNode: membership from every event committed before, even while the engine is behind", async () => {
     await world();
     const seg = await w.manualSegment();
-    const pro = await w.segment({ entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value: "pro" } }, nodes: [] });
+    const pro = await w.segment({
+      entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value: "pro" } },
+      nodes: [],
+    });
     const j = await w.journey({
       status: "Running",
       definition: definition({ segment: seg }, [
@@ -224,7 +260,13 @@ describe("branches", () => {
     const j = await w.journey({
       status: "Running",
       definition: definition({ segment: seg }, [
-        { id: "wait", type: "WaitForNode", segmentChildren: [{ segmentId: goal, child: "won" }], timeoutSeconds: 3600, timeoutChild: "lost" },
+        {
+          id: "wait",
+          type: "WaitForNode",
+          segmentChildren: [{ segmentId: goal, child: "won" }],
+          timeoutSeconds: 3600,
+          timeoutChild: "lost",
+        },
         delaySeconds("won", 7200, "ExitNode"),
         delaySeconds("lost", 7200, "ExitNode"),
       ]),
@@ -237,7 +279,14 @@ describe("branches", () => {
     expect(runs.jon).toMatchObject({ nodeId: "wait", waitingUntil: clock.now + 3600 * SECOND });
     // Woken by the enter record, by the workers alone.
     await w.add(goal, ["jon"]);
-    runs = Object.fromEntries((await waitFor(() => w.runs(j.id), (rs) => rs.find((r) => r.userId === "jon").nodeId === "won")).map((r) => [r.userId, r]));
+    runs = Object.fromEntries(
+      (
+        await waitFor(
+          () => w.runs(j.id),
+          (rs) => rs.find((r) => r.userId === "jon").nodeId === "won",
+        )
+      ).map((r) => [r.userId, r]),
+    );
     expect(runs.jon.nodeId).toBe("won");
     expect(runs.kim.nodeId).toBe("wait");
     clock.advance(3600 * SECOND);
@@ -251,7 +300,14 @@ describe("branches", () => {
     const seg = await w.manualSegment();
     const cohort = (wait: number) =>
       definition({ segment: seg }, [
-        { id: "ab", type: "RandomCohortNode", children: [{ percent: 50, child: "a" }, { percent: 50, child: "b" }] },
+        {
+          id: "ab",
+          type: "RandomCohortNode",
+          children: [
+            { percent: 50, child: "a" },
+            { percent: 50, child: "b" },
+          ],
+        },
         delaySeconds("a", wait, "ExitNode"),
         delaySeconds("b", wait, "ExitNode"),
       ]);
@@ -259,8 +315,7 @@ describe("branches", () => {
     const users = Array.from({ length: 60 }, (_, i) => `u${i}`);
     await w.add(seg, users);
     await w.settle();
-    const branch = async (status: string) =>
-      Object.fromEntries((await w.runs(j.id, `&status=${status}`)).map((r) => [r.userId, r.nodeId]));
+    const branch = async (status: string) => Object.fromEntries((await w.runs(j.id, `&status=${status}`)).map((r) => [r.userId, r.nodeId]));
     const first = await branch("Active");
     const a = Object.values(first).filter((n) => n === "a").length;
     expect(a).toBeGreaterThan(15);
@@ -286,7 +341,11 @@ describe("runs and lifecycle", () => {
     const seg = await w.manualSegment();
     const tpl = await w.template("m1");
     const once = await w.journey({ status: "Running", definition: definition({ segment: seg }, [message("hi", tpl)]) });
-    const again = await w.journey({ status: "Running", canRunMultiple: true, definition: definition({ segment: seg }, [message("hi", tpl)]) });
+    const again = await w.journey({
+      status: "Running",
+      canRunMultiple: true,
+      definition: definition({ segment: seg }, [message("hi", tpl)]),
+    });
     for (let i = 0; i < 2; i++) {
       await w.add(seg, ["lea"]);
       await w.settle();
@@ -323,7 +382,13 @@ describe("runs and lifecycle", () => {
     const j = await w.journey({
       status: "Running",
       definition: definition({ segment: seg }, [
-        { id: "wait", type: "WaitForNode", segmentChildren: [{ segmentId: goal, child: "won" }], timeoutSeconds: 3600, timeoutChild: "ExitNode" },
+        {
+          id: "wait",
+          type: "WaitForNode",
+          segmentChildren: [{ segmentId: goal, child: "won" }],
+          timeoutSeconds: 3600,
+          timeoutChild: "ExitNode",
+        },
         delaySeconds("won", 7200, "ExitNode"),
       ]),
     });
@@ -343,10 +408,17 @@ describe("runs and lifecycle", () => {
     await world();
     const seg = await w.manualSegment();
     const [v1, v2] = [await w.template("v1"), await w.template("v2")];
-    const j = await w.journey({ status: "Running", definition: definition({ segment: seg }, [delaySeconds("wait", 60, "say"), message("say", v1)]) });
+    const j = await w.journey({
+      status: "Running",
+      definition: definition({ segment: seg }, [delaySeconds("wait", 60, "say"), message("say", v1)]),
+    });
     await w.add(seg, ["oli"]);
     await w.settle();
-    const saved = await w.journey({ id: j.id, name: j.name, definition: definition({ segment: seg }, [delaySeconds("wait", 60, "say"), message("say", v2)]) });
+    const saved = await w.journey({
+      id: j.id,
+      name: j.name,
+      definition: definition({ segment: seg }, [delaySeconds("wait", 60, "say"), message("say", v2)]),
+    });
     expect(saved.version).toBe(2);
     await w.add(seg, ["pam"]);
     await w.settle();
@@ -357,7 +429,10 @@ describe("runs and lifecycle", () => {
     expect(bodies("v2").map((b) => b.user)).toEqual(["pam"]);
     const stats = await w.stats(j.id, "version=1");
     expect(stats).toMatchObject({ version: 1, entered: 1, completed: 1 });
-    expect(stats.versions.map((v: any) => [v.version, v.entered])).toEqual([[1, 1], [2, 1]]);
+    expect(stats.versions.map((v: any) => [v.version, v.entered])).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
   });
 
   it("exit segment: a run ends as soon as its user is in it (woken by the enter record), counted converted", async () => {
@@ -376,7 +451,10 @@ describe("runs and lifecycle", () => {
     // Checked on entry.
     expect(Object.fromEntries((await w.runs(j.id)).map((r) => [r.userId, r.status]))).toEqual({ quin: "Active", ray: "Converted" });
     await w.add(bought, ["quin"]);
-    await waitFor(() => w.runs(j.id), (rs) => rs.every((r) => r.status === "Converted"));
+    await waitFor(
+      () => w.runs(j.id),
+      (rs) => rs.every((r) => r.status === "Converted"),
+    );
     expect(await w.stats(j.id)).toMatchObject({ entered: 2, active: 0, converted: 2, completed: 0 });
     // The exit segment is held while the journey runs.
     const del = await t.ctx.db.prisma.segment.count({ where: { id: bought } });
@@ -394,7 +472,11 @@ describe("runs and lifecycle", () => {
     const j = await w.journey({ status: "Running", definition: definition({ segment: seg }, [delaySeconds("wait", 3600, "ExitNode")]) });
     await w.add(seg, ["sam"]);
     await w.settle();
-    const del = () => fetch(`${t.url}/api/admin/journeys/${j.id}?workspaceId=${w.ws.id}`, { method: "DELETE", headers: { authorization: `Bearer ${w.ws.adminKey}` } });
+    const del = () =>
+      fetch(`${t.url}/api/admin/journeys/${j.id}?workspaceId=${w.ws.id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${w.ws.adminKey}` },
+      });
     expect((await del()).status).toBe(409);
     await w.journey({ id: j.id, name: j.name, status: "Paused" });
     const [run] = await w.runs(j.id);
@@ -416,7 +498,12 @@ describe("runs and lifecycle", () => {
     const res = await fetch(`${t.url}/api/admin/journeys`, {
       method: "PUT",
       headers: { authorization: `Bearer ${w.ws.adminKey}`, "content-type": "application/json" },
-      body: JSON.stringify({ name: "bad-exit", status: "Running", exitSegmentId: "00000000-0000-4000-8000-000000000000", definition: definition({ segment: seg }, []) }),
+      body: JSON.stringify({
+        name: "bad-exit",
+        status: "Running",
+        exitSegmentId: "00000000-0000-4000-8000-000000000000",
+        definition: definition({ segment: seg }, []),
+      }),
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error.issues.map((i: any) => i.path)).toEqual(["exitSegmentId"]);
@@ -428,14 +515,24 @@ describe("the interface specification's editor draft", () => {
     await world();
     const seg = await w.manualSegment();
     const tpl = await w.template("spec");
-    const edge = (source: string, target: string) => ({ source, target, data: { type: "JourneyUiDefinitionEdgeProps", disableMarker: true } });
+    const edge = (source: string, target: string) => ({
+      source,
+      target,
+      data: { type: "JourneyUiDefinitionEdgeProps", disableMarker: true },
+    });
     const draft = {
       nodes: [
         {
           id: "EntryNode",
-          data: { type: "JourneyUiNodeDefinitionProps", nodeTypeProps: { type: "EntryUiNode", variant: { type: "EntryNode", segment: seg, child: "node-2" } } },
+          data: {
+            type: "JourneyUiNodeDefinitionProps",
+            nodeTypeProps: { type: "EntryUiNode", variant: { type: "EntryNode", segment: seg, child: "node-2" } },
+          },
         },
-        { id: "node-2", data: { type: "JourneyUiNodeDefinitionProps", nodeTypeProps: { type: "MessageNode", channel: "Webhook", templateId: tpl } } },
+        {
+          id: "node-2",
+          data: { type: "JourneyUiNodeDefinitionProps", nodeTypeProps: { type: "MessageNode", channel: "Webhook", templateId: tpl } },
+        },
         { id: "ExitNode", data: { type: "JourneyUiNodeDefinitionProps", nodeTypeProps: { type: "ExitNode" } } },
       ],
       edges: [edge("EntryNode", "node-2"), edge("node-2", "ExitNode")],
@@ -443,7 +540,10 @@ describe("the interface specification's editor draft", () => {
     const j = await w.journey({ status: "Running", draft });
     expect(j.definition.nodes.map((n: any) => [n.id, n.type, n.child])).toEqual([["node-2", "MessageNode", "ExitNode"]]);
     await w.add(seg, ["xia"]);
-    await waitFor(() => w.runs(j.id), (rs) => rs[0]?.status === "Completed");
+    await waitFor(
+      () => w.runs(j.id),
+      (rs) => rs[0]?.status === "Completed",
+    );
     await w.deliveries(j.id);
     expect(bodies("spec").map((b) => b.user)).toEqual(["xia"]);
   });
@@ -452,10 +552,12 @@ describe("the interface specification's editor draft", () => {
     await world();
     const entry = await w.manualSegment();
     const vip = await w.manualSegment();
-    const tpl = (await w.admin("PUT", "/api/admin/content/templates", {
-      name: `mail-${Date.now()}`,
-      definition: { type: "Email", from: "a@example.com", subject: "Hi", body: "Hello {{ user.id }}" },
-    })).id;
+    const tpl = (
+      await w.admin("PUT", "/api/admin/content/templates", {
+        name: `mail-${Date.now()}`,
+        definition: { type: "Email", from: "a@example.com", subject: "Hi", body: "Hello {{ user.id }}" },
+      })
+    ).id;
     const j = await w.journey({ status: "Running", draft: fullDraft({ entrySegment: entry, splitSegment: vip, templateId: tpl }) });
     expect(j.definition.entryNode).toMatchObject({ type: "EntryNode", segment: entry, child: "delay-1" });
     await w.send([identify("tia", { email: "tia@example.com" }, clock.now), identify("uma", { email: "uma@example.com" }, clock.now)]);

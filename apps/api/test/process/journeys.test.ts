@@ -237,4 +237,40 @@ describe("journeys across processes", () => {
     for (const w of workers) expect(errorsIn(w)).toEqual([]);
     await Promise.all(workers.map(stop));
   });
+
+  // Last: it kills the shared api process and starts another.
+  it("track events answered 204 start their runs although every process is SIGKILLed right after", { timeout: 60_000 }, async () => {
+    const ws = await callApi(api, ROOT_KEY, "POST", "/api/admin/workspaces", { name: "event-entry-kill" });
+    const admin = (method: string, p: string, body?: unknown) => callApi(api, ws.adminApiKey, method, p, body);
+    const template = await admin("PUT", "/api/admin/content/templates", {
+      name: "thanks",
+      definition: { type: "Webhook", url: `${receiver.url}/event`, method: "POST", body: '{"user":"{{ user.id }}"}' },
+    });
+    const journey = await admin("PUT", "/api/admin/journeys", {
+      name: "on-checkout",
+      status: "Running",
+      definition: {
+        entryNode: { type: "EventEntryNode", event: "Checked Out", child: "send" },
+        nodes: [{ id: "send", type: "MessageNode", channel: "Webhook", templateId: template.id, child: "ExitNode" }],
+        exitNode: { type: "ExitNode", id: "ExitNode" },
+      },
+    });
+    // No worker runs: nothing but the commits can carry the entries over the kill.
+    const users = usersOf("event", USERS);
+    const res = await fetch(`${api.url}/api/public/apps/batch`, {
+      method: "POST",
+      headers: { authorization: `Basic ${Buffer.from(`${ws.writeKey}:`).toString("base64")}`, "content-type": "application/json" },
+      body: JSON.stringify({ batch: users.map((userId) => ({ type: "track", userId, event: "Checked Out", properties: {} })) }),
+    });
+    expect(res.status).toBe(204);
+    await kill(api);
+    api = await startServer(dir, { ...env, TIDINGS_ROLE: "api" });
+    const worker = await startWorker();
+    const stats = () => callApi(api, ws.adminApiKey, "GET", `/api/admin/journeys/${journey.id}/stats`);
+    await waitUntil(async () => (await stats()).completed === USERS, 20_000, `${USERS} completed runs`);
+    const got = receiver.got("/event");
+    await waitUntil(() => got.size === USERS, 15_000, `${USERS} messages`);
+    expect([...got.values()].flat().sort()).toEqual([...users].sort());
+    await stop(worker);
+  });
 });

@@ -124,7 +124,10 @@ export function registerJourneyCommands(program: Command) {
           const items: JourneyRun[] = [];
           let cursor = opts.cursor;
           do {
-            const next = await ctx.api.call("journeys.runs.list", { params: { id: journey.id }, query: { ...filters, limit: 500, cursor } });
+            const next = await ctx.api.call("journeys.runs.list", {
+              params: { id: journey.id },
+              query: { ...filters, limit: 500, cursor },
+            });
             items.push(...next.items);
             cursor = next.nextCursor ?? undefined;
           } while (cursor);

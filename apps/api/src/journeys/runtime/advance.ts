@@ -92,7 +92,10 @@ async function step(
   ctx: StepContext,
   deps: AdvanceDeps,
   journey: LiveJourney,
-  runs: RunState[], finals: Final[], reached: Map<string, { version: number; nodeId: string; n: number }>) {
+  runs: RunState[],
+  finals: Final[],
+  reached: Map<string, { version: number; nodeId: string; n: number }>,
+) {
   let pending = runs;
   for (let hop = 0; pending.length > 0; hop++) {
     const groups = new Map<string, RunState[]>();
@@ -116,7 +119,9 @@ async function step(
       const node = definition && nodeId !== EXIT_NODE_ID ? definition.nodes.find((n) => n.id === nodeId) : undefined;
       // A definition's depth bounds the hops; past it (never, for a valid definition) the run ends.
       const outcomes: Outcome[] =
-        node && hop <= (definition?.nodes.length ?? 0) ? await runNode(ctx, node as JourneyBodyNode, group) : group.map(() => ({ end: "Completed" }));
+        node && hop <= (definition?.nodes.length ?? 0)
+          ? await runNode(ctx, node as JourneyBodyNode, group)
+          : group.map(() => ({ end: "Completed" }));
       group.forEach((r, i) => {
         const o = outcomes[i]!;
         if ("next" in o) next.push({ ...r, nodeId: o.next, waiting: false, waitUntil: null });
@@ -128,7 +133,12 @@ async function step(
   }
 }
 
-async function write(ctx: StepContext, deps: AdvanceDeps, finals: Final[], reached: Map<string, { version: number; nodeId: string; n: number }>) {
+async function write(
+  ctx: StepContext,
+  deps: AdvanceDeps,
+  finals: Final[],
+  reached: Map<string, { version: number; nodeId: string; n: number }>,
+) {
   const { db, workspaceId, journeyId, now } = ctx;
   await db.query(
     `UPDATE journey_runs r SET node_id = u.node_id, waiting = u.waiting, wait_until = u.wait_until, due_at = u.due_at,

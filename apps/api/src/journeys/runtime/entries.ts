@@ -107,11 +107,14 @@ export async function takeSignals(
       } else if (tracked.length > 0) {
         // The user's first such event of the batch starts the run; it is the run's `event`.
         await db.query(
-          startRuns(`SELECT DISTINCT ON (e.profile_id) e.profile_id AS user_id,
+          startRuns(
+            `SELECT DISTINCT ON (e.profile_id) e.profile_id AS user_id,
               jsonb_build_object('event', e.event, 'messageId', e.message_id, 'userId', e.user_id, 'anonymousId', e.anonymous_id,
                 'properties', coalesce(e.payload -> 'properties', '{}'::jsonb), 'timestamp', e.event_time) AS event
             FROM events_resolved e WHERE e.workspace_id = $1 AND e.message_id = ANY($6::text[]) AND e.event = $7
-            ORDER BY e.profile_id, e.event_time, e.message_id`, !j.canRunMultiple),
+            ORDER BY e.profile_id, e.event_time, e.message_id`,
+            !j.canRunMultiple,
+          ),
           [...entryParams(workspaceId, j, now), tracked, entry.event],
         );
       }

@@ -85,7 +85,7 @@ const delay: Handler<"DelayNode"> = async (ctx, node, runs) => {
   const ends = new Map<string, Date | null>();
   if (arriving.length > 0) {
     const computed = await delayEnds(ctx, node.variant, arriving);
-    arriving.forEach((r, i) => ends.set(r.id, computed[i]!));
+    for (const [i, r] of arriving.entries()) ends.set(r.id, computed[i]!);
   }
   return runs.map((r) => {
     if (r.waiting) return timerOutcome(ctx, r, node.child);

@@ -103,7 +103,13 @@ export async function subscriptionGroupTypes(db: Queryable, workspaceId: string)
  * data itself: every event committed before is counted, however far behind the engine is. A
  * segment that no longer exists has no members.
  */
-export async function membersNow(db: Queryable, workspaceId: string, segmentId: string, userIds: string[], now: Date): Promise<Set<string>> {
+export async function membersNow(
+  db: Queryable,
+  workspaceId: string,
+  segmentId: string,
+  userIds: string[],
+  now: Date,
+): Promise<Set<string>> {
   if (userIds.length === 0) return new Set();
   const { rows } = await db.query<{ definition: SegmentDefinition | null }>(
     "SELECT definition FROM segments WHERE workspace_id = $1 AND id = $2",
@@ -114,13 +120,7 @@ export async function membersNow(db: Queryable, workspaceId: string, segmentId: 
   // The casts give $2 and $3 their types when the definition does not use them.
   const members = await db.query<{ profile_id: string }>(
     `SELECT profile_id FROM (${compiled.text}) r WHERE member AND $2::text IS NOT NULL AND $3::timestamptz IS NOT NULL`,
-    [
-    workspaceId,
-    segmentId,
-    now,
-    userIds,
-    ...compiled.values,
-    ],
+    [workspaceId, segmentId, now, userIds, ...compiled.values],
   );
   return new Set(members.rows.map((r) => r.profile_id));
 }

@@ -211,7 +211,6 @@ export class SegmentEngine {
     return subscriptionGroupTypes(db, workspaceId);
   }
 
-
   private async recomputePending(db: pg.PoolClient, workspaceId: string) {
     const pending = await this.segments(db, workspaceId, "(last_recomputed IS NULL OR last_recomputed < definition_updated_at)");
     if (pending.length === 0) return;
