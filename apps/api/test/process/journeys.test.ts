@@ -2,7 +2,8 @@
 // a webhook receiver on 127.0.0.1 counting `webhook-id`s (the delivery id). Runs waiting in a
 // delay outlive a SIGKILLed worker; a worker SIGKILLed while a message node's deliveries are being
 // sent is followed by at most one resend per user, under the same id; two workers running one
-// journey message each user once.
+// journey message each user once; track events answered 204 start their runs although every
+// process is SIGKILLed right after.
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
