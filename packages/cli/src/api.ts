@@ -127,7 +127,7 @@ export class Api {
   /** A network failure names the host; other errors pass through (they carry status, code, issues, request id). */
   private explain<E>(err: E): E | TidingsApiError {
     if (isTidingsApiError(err) && err.code === "NETWORK") {
-      const detail = err.message.replace(/^Network error: /, "");
+      const detail = err.message.replace(/^(Network error|Cannot reach \S+): /, "");
       return new TidingsApiError(0, "NETWORK", `cannot reach ${this.connection.host}: ${detail}`, undefined, [], { cause: err });
     }
     return err;

@@ -37,7 +37,8 @@ export class TidingsApiError extends Error {
     const parsed = ErrorResponse.safeParse(body);
     if (parsed.success) {
       const e = parsed.data.error;
-      return new TidingsApiError(status, e.code, e.message, e.requestId, e.issues ?? []);
+      const issues = e.issues ?? [];
+      return new TidingsApiError(status, e.code, withFirstIssue(e.message, issues), e.requestId, issues);
     }
     // A proxy or load balancer answered (HTML, empty body): the status still says what happened.
     const code: ErrorCode =
@@ -50,10 +51,50 @@ export function isTidingsApiError(err: unknown): err is TidingsApiError {
   return err instanceof Error && err.name === "TidingsApiError";
 }
 
-/** A failure before any response: the message names the cause, which is kept as `cause`. */
-export function networkError(err: unknown): TidingsApiError {
+/**
+ * The server's message followed by its first issue (`…: params.id: Invalid UUID`), so a log line
+ * or an uncaught error says what to fix; every issue stays in `issues`.
+ */
+export function withFirstIssue(message: string, issues: readonly ErrorIssue[]): string {
+  const first = issues[0];
+  if (!first) return message;
+  const more = issues.length > 1 ? ` (and ${issues.length - 1} more in err.issues)` : "";
+  return `${message}: ${first.path}: ${first.message}${more}`;
+}
+
+/** The same error about other issues (the events of a batch it names): its message names the new first issue. */
+export function withIssues(err: TidingsApiError, issues: ErrorIssue[]): TidingsApiError {
+  const first = err.issues[0];
+  const at = first ? err.message.indexOf(`: ${first.path}: ${first.message}`) : -1;
+  const base = at > 0 ? err.message.slice(0, at) : err.message;
+  return new TidingsApiError(err.status, err.code, withFirstIssue(base, issues), err.requestId, issues);
+}
+
+/** `host:port` of a URL (the port the scheme implies when none is written), for messages. */
+export function hostPort(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || (u.protocol === "https:" ? "443" : "80")}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A failure before any response: the message names the host and port tried and the cause
+ * (`Cannot reach 127.0.0.1:9: ECONNREFUSED`), which is kept as `cause`.
+ */
+export function networkError(err: unknown, url?: string): TidingsApiError {
+  if (isTidingsApiError(err)) return err;
   const e = err as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } };
   const timedOut = e?.name === "TimeoutError" || e?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.code === "UND_ERR_BODY_TIMEOUT";
   const detail = e?.cause?.code ?? e?.code ?? e?.cause?.message ?? e?.message ?? String(err);
-  return new TidingsApiError(0, "NETWORK", timedOut ? "Request timed out" : `Network error: ${detail}`, undefined, [], { cause: err });
+  const where = hostPort(url);
+  const message = timedOut
+    ? `Request${where ? ` to ${where}` : ""} timed out`
+    : where
+      ? `Cannot reach ${where}: ${detail}`
+      : `Network error: ${detail}`;
+  return new TidingsApiError(0, "NETWORK", message, undefined, [], { cause: err });
 }

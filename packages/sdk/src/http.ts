@@ -14,7 +14,13 @@ export interface HttpRequest {
   headers: Record<string, string>;
   body?: string | Uint8Array;
   timeoutMs: number;
+  /** Aborts the request early (the ingestion client's `close()` giving up). */
+  signal?: AbortSignal | undefined;
 }
+
+/** The request's own timeout, and the caller's signal when there is one. */
+const requestSignal = (req: HttpRequest): AbortSignal =>
+  req.signal ? AbortSignal.any([AbortSignal.timeout(req.timeoutMs), req.signal]) : AbortSignal.timeout(req.timeoutMs);
 
 export interface HttpResponse {
   status: number;
@@ -36,7 +42,7 @@ function fetchTransport(fetchFn: FetchLike): Transport {
         method: req.method,
         headers: req.headers,
         ...(req.body !== undefined ? { body: req.body } : {}),
-        signal: AbortSignal.timeout(req.timeoutMs),
+        signal: requestSignal(req),
       });
       return { status: res.status, header: (name) => res.headers.get(name), body: await res.text() };
     },
@@ -67,7 +73,7 @@ async function undiciTransport(): Promise<Transport | undefined> {
         headers: req.headers,
         body: req.body ?? null,
         dispatcher: agent,
-        signal: AbortSignal.timeout(req.timeoutMs),
+        signal: requestSignal(req),
       });
       const body = await res.body.text();
       return {
@@ -154,6 +160,8 @@ export interface RetryPolicy {
   retryMaxDelayMs: number;
   /** Whether an answer with this status may succeed when sent again. */
   retryable(status: number): boolean;
+  /** Stops retrying (and the attempt under way): the promise rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -167,22 +175,25 @@ export async function sendWithRetry(
   build: () => HttpRequest | Promise<HttpRequest>,
   policy: RetryPolicy,
 ): Promise<HttpResponse> {
+  const { signal } = policy;
   for (let attempt = 0; ; attempt++) {
+    signal?.throwIfAborted();
     const req = await build();
     let res: HttpResponse | undefined;
     let failure: unknown;
     try {
-      res = await transport.send(req);
+      res = await transport.send(signal ? { ...req, signal } : req);
     } catch (err) {
       failure = err;
     }
+    signal?.throwIfAborted();
     if (res && !policy.retryable(res.status)) return res;
     if (attempt >= policy.maxRetries) {
       if (res) return res;
-      throw networkError(failure);
+      throw networkError(failure, req.url);
     }
     const backoff = backoffMs(attempt, policy.retryBaseDelayMs, policy.retryMaxDelayMs);
-    await sleep((res && retryAfterMs(res.header("retry-after"))) ?? backoff);
+    await sleep((res && retryAfterMs(res.header("retry-after"))) ?? backoff, signal);
   }
 }
 

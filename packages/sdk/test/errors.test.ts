@@ -11,7 +11,12 @@ describe("TidingsApiError", () => {
         issues: [{ path: "batch.3.event", message: "required" }],
       },
     });
-    expect(err).toMatchObject({ status: 400, code: "VALIDATION_FAILED", message: "Invalid batch", requestId: "r1" });
+    expect(err).toMatchObject({
+      status: 400,
+      code: "VALIDATION_FAILED",
+      message: "Invalid batch: batch.3.event: required",
+      requestId: "r1",
+    });
     expect(err.issues).toEqual([{ path: "batch.3.event", message: "required" }]);
     expect(isTidingsApiError(err)).toBe(true);
   });

@@ -115,7 +115,7 @@ describe("no retry on other 4xx", () => {
     expect(failures[0]!.error).toMatchObject({
       status: 400,
       code: "VALIDATION_FAILED",
-      message: "Invalid batch",
+      message: "Invalid batch: batch.0.event: required (and 1 more in err.issues)",
       requestId: "req-fake",
       issues,
     });

@@ -74,7 +74,7 @@ describe("sendBatch", () => {
     expect(result.rejected[1]!.error).toMatchObject({
       status: 400,
       code: "VALIDATION_FAILED",
-      message: "Invalid batch",
+      message: "Invalid batch: event: Required (and 1 more in err.issues)",
       requestId: "req-fake",
       issues: [
         { path: "event", message: "Required" },

@@ -172,7 +172,7 @@ class TidingsAdminClient {
       retryable: (status) => status === 429 || status === 503,
     });
     if (res.status >= 200 && res.status < 300) return this.parse(c, res);
-    throw TidingsApiError.fromResponse(res.status, parseJson(res.body), res.header("x-request-id"));
+    throw withIdHint(c, TidingsApiError.fromResponse(res.status, parseJson(res.body), res.header("x-request-id")));
   }
 
   private parse(c: AdminContract, res: HttpResponse): unknown {
@@ -206,6 +206,30 @@ class TidingsAdminClient {
       await sleep(intervalMs, signal);
     }
   }
+}
+
+/** The CLI commands that take a name where the API takes an id. */
+const CLI_BY_NAMESPACE: Record<string, string> = {
+  segments: "segments",
+  templates: "templates",
+  journeys: "journeys",
+  subscriptionGroups: "subscription-groups",
+};
+
+/**
+ * A path parameter that is not an id (`admin.segments.get("Pro users")`): the message says to pass
+ * the id and where names are accepted.
+ */
+function withIdHint(c: AdminContract, err: TidingsApiError): TidingsApiError {
+  const first = err.issues[0];
+  if (err.code !== "VALIDATION_FAILED" || !first || !first.path.startsWith("params.") || !/uuid/i.test(first.message)) return err;
+  const ns = c.operationId.split(".")[0]!;
+  const cli = CLI_BY_NAMESPACE[ns];
+  const list = c.operationId.split(".").length > 2 ? "" : ` or find it with admin.${ns}.list()`;
+  const hint = cli
+    ? ` — pass the id; names are accepted by the CLI (\`tidings ${cli} get <name>\`)${list}`
+    : ` — pass the id${list ? `;${list.replace(" or", "")}` : ""}`;
+  return new TidingsApiError(err.status, err.code, `${c.operationId}: ${first.path}: ${first.message}${hint}`, err.requestId, err.issues);
 }
 
 /** Puts `fn` at `path` in the tree; a method may also hold nested methods. */

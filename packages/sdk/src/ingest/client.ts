@@ -3,7 +3,7 @@
 // could not deliver to `onError`; or, with `sendBatch`, sends given events at once and answers for
 // each. Its methods never throw and never leave a rejected promise.
 import { EventType } from "@tidings/schema";
-import { isTidingsApiError, networkError, TidingsApiError } from "../errors.js";
+import { hostPort, isTidingsApiError, networkError, TidingsApiError, withFirstIssue, withIssues } from "../errors.js";
 import { basicAuth, lazyTransport, type Transport, utf8Length } from "../http.js";
 import { VERSION } from "../version.js";
 import { type Delivery, deliver, fitting, itemIssues, type RequestLimits, type WireEvent } from "./deliver.js";
@@ -75,6 +75,8 @@ export class Tidings {
   private waiters: (() => void)[] = [];
   /** `sendBatch` calls under way (close waits for them). */
   private readonly direct = new Set<Promise<unknown>>();
+  /** Aborted when `close()` has waited `closeTimeoutMs`: sending and retrying stop. */
+  private readonly giveUp = new AbortController();
 
   constructor(options: TidingsOptions) {
     if (!options || typeof options.writeKey !== "string" || options.writeKey === "") throw new TypeError("Tidings: writeKey is required");
@@ -86,6 +88,7 @@ export class Tidings {
     positive("maxRetries", o.maxRetries, 0);
     positive("flushIntervalMs", o.flushIntervalMs, 0);
     positive("timeoutMs", o.timeoutMs);
+    positive("closeTimeoutMs", o.closeTimeoutMs, 0);
     if (o.gzipMinBytes !== false) positive("gzipMinBytes", o.gzipMinBytes, 0);
     this.o = o;
     this.url = `${options.host.replace(/\/+$/, "")}${o.path}`;
@@ -153,8 +156,25 @@ export class Tidings {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
-      await this.flush();
-      await Promise.allSettled([...this.direct]);
+      const drained = Promise.allSettled([this.flush(), ...this.direct]);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((resolve) => {
+        timer = setTimeout(() => resolve("late"), this.o.closeTimeoutMs);
+      });
+      if ((await Promise.race([drained, late])) === "late") {
+        const where = hostPort(this.url) ?? this.url;
+        this.giveUp.abort(
+          new TidingsApiError(
+            0,
+            "NETWORK",
+            `Not delivered: close() gave up after ${this.o.closeTimeoutMs} ms sending to ${where}`,
+            undefined,
+          ),
+        );
+        // The aborted requests and retries settle at once; their events reach onError.
+        await drained;
+      }
+      clearTimeout(timer);
       this.clearTimer();
       await this.transport.close().catch(() => {});
     })();
@@ -193,7 +213,11 @@ export class Tidings {
       // The server corrects originalTimestamp for clock skew with sentAt; an explicit timestamp is used as is.
       if (missing(event.timestamp) && missing(event.originalTimestamp)) event.originalTimestamp = new Date().toISOString();
       const issues = localIssues(type, event);
-      if (issues.length) return { event, error: new TidingsApiError(0, "VALIDATION_FAILED", `Invalid ${type} event`, undefined, issues) };
+      if (issues.length)
+        return {
+          event,
+          error: new TidingsApiError(0, "VALIDATION_FAILED", withFirstIssue(`Invalid ${type} event`, issues), undefined, issues),
+        };
       const json = JSON.stringify(event);
       const bytes = utf8Length(json);
       // The server measures the event with the batch's context merged in.
@@ -326,7 +350,11 @@ export class Tidings {
   private async transmit(events: readonly WireEvent[]): Promise<Delivery> {
     try {
       const transport = await this.transport.ready();
-      return await deliver(transport, (batch) => this.request(batch, transport), events, { ...this.o, ...this.limits });
+      return await deliver(transport, (batch) => this.request(batch, transport), events, {
+        ...this.o,
+        ...this.limits,
+        signal: this.giveUp.signal,
+      });
     } catch (err) {
       const error = isTidingsApiError(err) ? err : networkError(err);
       return { accepted: 0, failures: [{ error, indexes: events.map((_, i) => i), rejected: false }] };
@@ -378,7 +406,7 @@ const byIndex = (a: BatchEventError, b: BatchEventError) => a.index - b.index;
 
 /** The error as one event of the refused request sees it: the issues naming it (`batch.k…`), relative to it. */
 function eventError(error: TidingsApiError, k: number): TidingsApiError {
-  return new TidingsApiError(error.status, error.code, error.message, error.requestId, itemIssues(error, k));
+  return withIssues(error, itemIssues(error, k));
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -2,7 +2,7 @@
 // failed for good: the retries of sendWithRetry, then what a 400 or 413 says about single events
 // (those are set aside and the others sent again) or about the whole request (sent in halves).
 import type { ErrorIssue } from "@tidings/schema";
-import { isTidingsApiError, networkError, TidingsApiError } from "../errors.js";
+import { isTidingsApiError, networkError, TidingsApiError, withIssues } from "../errors.js";
 import { type HttpRequest, parseJson, type RetryPolicy, sendWithRetry, type Transport } from "../http.js";
 
 /** An event ready to send: its JSON text and that text's UTF-8 length. */
@@ -123,7 +123,7 @@ export async function deliver(
         const issues = bad.flatMap((i, k) =>
           byItem.get(i)!.map((issue) => ({ ...issue, path: issue.path.replace(/^batch\.\d+/, `batch.${k}`) })),
         );
-        const refused = new TidingsApiError(error.status, error.code, error.message, error.requestId, issues);
+        const refused = withIssues(error, issues);
         out.failures.push({ error: refused, indexes: bad.map((i) => current[i]!), rejected: true });
         current = current.filter((_, i) => !byItem.has(i));
         continue;

@@ -85,6 +85,12 @@ export interface TidingsOptions {
   retryMaxDelayMs?: number;
   /** Per request. Default 15 000 ms. */
   timeoutMs?: number;
+  /**
+   * Longest `close()` waits for events to be acknowledged (a server down or not answering); then
+   * the requests and retries under way stop and the events not delivered reach onError
+   * (`NETWORK`). Default 10 000 ms.
+   */
+  closeTimeoutMs?: number;
   /** Bodies of at least this many bytes are gzip-compressed; `false` never compresses. Default 64 KiB. */
   gzipMinBytes?: number | false;
   /** Merged under every event's `context` by the server (the event's own keys win). */
@@ -108,6 +114,7 @@ export const INGEST_DEFAULTS = {
   retryBaseDelayMs: 250,
   retryMaxDelayMs: 30_000,
   timeoutMs: 15_000,
+  closeTimeoutMs: 10_000,
   gzipMinBytes: 64 * 1024,
 } as const;
 
