@@ -110,9 +110,13 @@ const insertOutbox = (param: string) => `INSERT INTO segment_outbox (workspace_i
   SELECT o.workspace_id, ARRAY(SELECT jsonb_array_elements_text(o.ids)), ARRAY(SELECT jsonb_array_elements_text(o.keys)),
     ARRAY(SELECT jsonb_array_elements_text(o.track_ids))
   FROM ${rowsFrom(OUTBOX_COLUMNS, param, "o")}
+  WHERE tidings_outbox_needed(o.workspace_id, ARRAY(SELECT jsonb_array_elements_text(o.keys)))
   RETURNING workspace_id`;
 
-/** $1 outbox rows: appends them and notifies (delivered only if the transaction commits). */
+/**
+ * $1 outbox rows: appends those something depends on (src/outbox) and notifies (delivered only if
+ * the transaction commits).
+ */
 export const INSERT_OUTBOX = `WITH ob AS (${insertOutbox("$1")})
   SELECT pg_notify('${OUTBOX_CHANNEL}', workspace_id::text) FROM ob`;
 

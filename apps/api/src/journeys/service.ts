@@ -17,6 +17,7 @@ import { jsonColumn, sameJson, type Tx, upsert } from "../db/upsert.ts";
 import { type Journey, Prisma } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
+import { lockDependents } from "../outbox/index.ts";
 import { compileDraft } from "./compile.ts";
 import { JourneyRuntime } from "./runtime/index.ts";
 import { journeyUses, type Path } from "./usage.ts";
@@ -210,6 +211,8 @@ export async function upsertJourney(prisma: PrismaClient, workspaceId: string, b
         await tx.$executeRaw`INSERT INTO journey_versions (workspace_id, journey_id, version, definition)
           VALUES (${workspaceId}::uuid, ${row.id}::uuid, ${row.version}, ${JSON.stringify(row.definition)}::jsonb)`;
       }
+      // A journey's entry event is a dependent of ingestion's commits (src/outbox) while it runs.
+      if (before?.status !== row.status || before.version !== row.version) await lockDependents(tx, workspaceId);
       const held = before?.status === "Running";
       const holds = row.status === "Running";
       const usesChanged = before !== null && (before.version !== row.version || before.exitSegmentId !== row.exitSegmentId);

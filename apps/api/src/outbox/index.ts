@@ -14,6 +14,22 @@ import type { Tx } from "../db/upsert.ts";
 /** Channel the outbox notifies on commit (payload: the workspace id). */
 export const OUTBOX_CHANNEL = "tidings_segment_changes";
 
+/**
+ * Who depends on a workspace's changes is decided where the commit is made: ingestion writes its
+ * outbox row only when a segment's keys (`segments.depends_on`, set with the definition) or a
+ * running journey's entry event meet the commit's keys (SQL function `tidings_outbox_needed`,
+ * migration 20261125174500_outbox_dependents), under this advisory lock shared. A change to who
+ * depends (a definition saved, a journey started, paused or changed) takes it exclusively in its
+ * transaction: commits under way finish first (the recompute that follows sees them), and later
+ * ones see the change.
+ */
+export const DEPENDENTS_LOCK_SPACE = 0x74646470; // "tddp"
+
+/** Call in the transaction that changes who depends on the workspace's changes. */
+export async function lockDependents(tx: Pick<Tx, "$executeRaw">, workspaceId: string) {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${DEPENDENTS_LOCK_SPACE}::int, hashtext(${workspaceId}))`;
+}
+
 /** What a change touched. */
 export const outboxKey = {
   /** Track events with this name. */

@@ -13,6 +13,8 @@ import { sameJson, type Tx, upsert } from "../db/upsert.ts";
 import { Prisma, type Segment } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
+import { lockDependents } from "../outbox/index.ts";
+import { segmentDependencies } from "./engine/compile.ts";
 
 /** The stored definition; rows written without one (by other code paths) read as manual. */
 export const definitionOf = (row: Segment): SegmentDefinition => (row.definition as SegmentDefinition | null) ?? manualSegmentDefinition();
@@ -139,6 +141,12 @@ export async function upsertSegment(prisma: PrismaClient, workspaceId: string, b
         },
       }),
     afterWrite: async (tx, row, write) => {
+      if (write.existing === null || write.update.definition !== undefined) {
+        // What the segment depends on is known from now on, by every ingestion commit (src/outbox).
+        await lockDependents(tx, workspaceId);
+        const keys = segmentDependencies(definitionOf(row));
+        await tx.$executeRaw`UPDATE segments SET depends_on = ${keys}::text[] WHERE workspace_id = ${workspaceId}::uuid AND id = ${row.id}::uuid`;
+      }
       if (write.existing === null || write.update.definition !== undefined || write.update.subscriptionGroupId !== undefined) {
         await holdGroups(tx, workspaceId, row);
       }

@@ -46,7 +46,8 @@ export async function createTestDatabase(): Promise<string> {
 
 export async function createTestApp(overrides: Partial<ResolvedConfig> & ContextOptions = {}): Promise<TestApp> {
   const { clock, segmentsHeavyIngestion, ...configOverrides } = overrides;
-  const databaseUrl = await createTestDatabase();
+  // A second app on another's database (`databaseUrl` given) stands for another replica.
+  const databaseUrl = configOverrides.databaseUrl ?? (await createTestDatabase());
   const config: ResolvedConfig = {
     ...loadConfig({ LOG_LEVEL: "silent", TIDINGS_KEY_CACHE_SECONDS: "0" }),
     databaseUrl,
