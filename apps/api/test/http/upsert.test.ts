@@ -148,7 +148,9 @@ describe.each(Object.entries(resources))("PUT %s", (_, r) => {
     }
     const rows = await list(r, w);
     expect(rows.map((row) => row.id).sort()).toEqual([first.body.id, second.body.id].sort());
-    expect(rows.find((row) => row.id === second.body.id)).toEqual(second.body);
+    // The segment engine may have recomputed the segment meanwhile: its fields are not the PUT's.
+    const asPut = ({ lastRecomputed: _l, memberCount: _m, ...row }: Record<string, unknown>) => row;
+    expect(asPut(rows.find((row) => row.id === second.body.id)!)).toEqual(asPut(second.body));
   });
 
   it("an id that does not exist creates the resource with that id", async () => {
