@@ -3,6 +3,7 @@
 import { Command } from "commander";
 import { registerApplyCommand } from "./commands/apply.js";
 import { registerBroadcastCommands } from "./commands/broadcasts.js";
+import { registerDeliveryCommands } from "./commands/deliveries.js";
 import { registerEventCommands } from "./commands/events.js";
 import { registerJourneyCommands } from "./commands/journeys.js";
 import { registerLoginCommands } from "./commands/login.js";
@@ -43,6 +44,7 @@ Exit codes: 0 success, 1 API error (the message names the field and the request 
   registerResourceCommands(program, kindByName.get("SubscriptionGroup")!);
   registerJourneyCommands(program);
   registerBroadcastCommands(program);
+  registerDeliveryCommands(program);
   registerUserCommands(program);
   registerEventCommands(program);
   registerWorkspaceCommands(program);

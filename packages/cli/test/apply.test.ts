@@ -168,13 +168,85 @@ describe("tidings apply", () => {
     writeFileSync(path.join(bad, "t.yaml"), "kind: Template\nname: Broken liquid\ndefinition: { type: Sms, body: '{{ user.name ' }\n");
     const res = await runCli(["apply", "-f", bad], { env: ws.env });
     expect(res.status).toBe(1);
-    expect(res.stderr).toMatch(/failed at .*t\.yaml \(Template "Broken liquid"\)/);
+    expect(res.stderr).toMatch(/^error: .*t\.yaml \(Template "Broken liquid"\): The template has Liquid syntax errors/m);
+    expect(res.stderr).toContain("nothing was written (apply writes every resource or none)");
     expect(res.stderr).toMatch(/\(VALIDATION_FAILED, HTTP 400\)/);
     expect(res.stderr).toMatch(/^ {2}definition\.body: .*Liquid/m);
     expect(res.stderr).toMatch(/^ {2}request id: \S+$/m);
     expect(res.stderr).not.toMatch(/\n\s+at /);
   });
 });
+
+describe("tidings apply: the server checks everything first", () => {
+  let ws: Workspace;
+  beforeAll(async () => {
+    ws = await newWorkspace("apply-conflict");
+  });
+
+  it("a name held under another id: the dry run shows the 409 the real run would get, which writes nothing; dropping `id` fixes it", async () => {
+    const taken = await runCli(["apply", "-f", writeDir("taken", "kind: Segment\nname: Pro users\n")], { env: ws.env });
+    expect(taken.status).toBe(0);
+    const dir = writeDir(
+      "conflict",
+      `kind: SubscriptionGroup\nname: Newsletter\nchannel: Email\ntype: OptOut\n---\nkind: Segment\nid: ${SEGMENT_ID}\nname: Pro users\n`,
+    );
+    const expectConflict = (res: { status: number | null; stderr: string }) => {
+      expect(res.status).toBe(1);
+      expect(res.stderr).toMatch(/^error: .*conflict-\w+\/r\.yaml#2 \(Segment "Pro users"\): A segment named "Pro users" already exists/m);
+      expect(res.stderr).toContain("drop `id` to update it, or choose another name");
+      expect(res.stderr).toMatch(/\(CONFLICT, HTTP 409\)/);
+      expect(res.stderr).not.toContain(ws.apiKey);
+    };
+    const dry = await runCli(["apply", "-f", dir, "--dry-run"], { env: ws.env });
+    expectConflict(dry);
+    expect(dry.stderr).toContain("the dry run stopped here; nothing was written");
+
+    const real = await runCli(["apply", "-f", dir], { env: ws.env });
+    expectConflict(real);
+    expect(real.stderr).toContain("nothing was written (apply writes every resource or none)");
+    // The group before it in the same file was not written either.
+    const groups = await adminGet<{ items: unknown[] }>(ws, "/api/admin/subscription-groups");
+    expect(groups.items).toEqual([]);
+
+    writeFileSync(
+      path.join(dir, "r.yaml"),
+      "kind: SubscriptionGroup\nname: Newsletter\nchannel: Email\ntype: OptOut\n---\nkind: Segment\nname: Pro users\n",
+    );
+    const fixed = await runCli(["apply", "-f", dir, "--dry-run", "--json"], { env: ws.env });
+    expect(fixed.status).toBe(0);
+    const plan = JSON.parse(fixed.stdout) as { resources: Outcome[] };
+    expect(plan.resources.map((r) => [r.kind, r.result])).toEqual([
+      ["SubscriptionGroup", "created"],
+      ["Segment", "unchanged"],
+    ]);
+    expect(plan.resources[0]!.id).toBeUndefined();
+  });
+
+  it("a dry run checks references against what the same run creates, and refuses one that exists nowhere", async () => {
+    const group = "5d7b0c3e-2a51-4c1b-8f0e-1a2b3c4d5e11";
+    const ok = writeDir(
+      "refs",
+      `kind: Segment\nname: Subscribers\nsubscriptionGroupId: ${group}\n---\nkind: SubscriptionGroup\nid: ${group}\nname: Digest\nchannel: Email\ntype: OptIn\n`,
+    );
+    const dry = await runCli(["apply", "-f", ok, "--dry-run"], { env: ws.env });
+    expect(dry.stderr).toBe("");
+    expect(dry.status).toBe(0);
+    expect(dry.stdout).toContain("2 to create, 0 to update, 0 unchanged (dry run: nothing was written)");
+
+    const missing = writeDir("refs-missing", `kind: Segment\nname: Orphan\nsubscriptionGroupId: ${group}\n`);
+    const res = await runCli(["apply", "-f", missing, "--dry-run"], { env: ws.env });
+    expect(res.status).toBe(1);
+    expect(res.stderr).toMatch(/^error: .*r\.yaml \(Segment "Orphan"\): Unknown subscription group/m);
+    expect(res.stderr).toMatch(/^ {2}subscriptionGroupId: no subscription group/m);
+  });
+});
+
+/** A directory holding `r.yaml` with the given text. */
+function writeDir(prefix: string, text: string): string {
+  const dir = tempDir(prefix);
+  writeFileSync(path.join(dir, "r.yaml"), text);
+  return dir;
+}
 
 describe("tidings segments|templates|subscription-groups|journeys", () => {
   let ws: Workspace;

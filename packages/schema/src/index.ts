@@ -12,5 +12,6 @@ export * from "./journeys.js";
 export * from "./templates.js";
 export * from "./providers.js";
 export * from "./messaging.js";
+export * from "./apply.js";
 export * from "./operations.js";
 export * from "./contracts/index.js";

@@ -60,6 +60,11 @@ export const ExecuteBroadcastResponse = z.object({
   broadcastId: z.uuid(),
   broadcastName: z.string(),
   status: BroadcastStatus,
+  repeat: z
+    .boolean()
+    .optional()
+    .describe("True when a broadcast of this name had already been executed: the answer is that broadcast, and nothing new is sent."),
+  createdAt: EpochMillis.optional().describe("When the broadcast was first executed."),
 });
 export type ExecuteBroadcastResponse = z.infer<typeof ExecuteBroadcastResponse>;
 
@@ -135,6 +140,8 @@ export const DeliveryListQuery = ListQuery.extend({
 });
 export type DeliveryListQuery = z.infer<typeof DeliveryListQuery>;
 export const DeliveryListResponse = listResponse("deliveries", DeliveryRecord);
+export const DeliveryParams = idParams("Delivery");
+export const DeliveryQuery = WorkspaceQuery;
 export type DeliveryListResponse = z.infer<typeof DeliveryListResponse>;
 
 export const UnsubscribeQuery = z.object({ token: z.string().min(1).max(4000).describe("The signed token of the unsubscribe link.") });

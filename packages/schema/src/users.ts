@@ -37,6 +37,7 @@ export const UserSummary = z.object({
   userId: z.string().describe("The user's id (or anonymousId for a visitor never identified)."),
   traits: JsonObject.describe("Latest value of each trait."),
   createdAt: EpochMillis.describe("When the user was first seen."),
+  enteredAt: EpochMillis.optional().describe("Listed with `segmentId`: when the user last entered that segment."),
 });
 export type UserSummary = z.infer<typeof UserSummary>;
 

@@ -94,7 +94,7 @@ export async function executeBroadcast(
       await tx.$executeRawUnsafe(job.text, ...job.values);
       return created;
     });
-    return { broadcastId: row.id, broadcastName: row.name, status: row.status };
+    return { broadcastId: row.id, broadcastName: row.name, status: row.status, repeat: false, createdAt: row.createdAt.getTime() };
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
     // Two first executes of one name at once: the other one won; answer as a repeat.
@@ -110,7 +110,13 @@ function repeat(existing: Broadcast, request: Record<string, unknown>): ExecuteB
       `A broadcast named ${JSON.stringify(existing.name)} was executed with a different request; use another broadcastName`,
     );
   }
-  return { broadcastId: existing.id, broadcastName: existing.name, status: existing.status };
+  return {
+    broadcastId: existing.id,
+    broadcastName: existing.name,
+    status: existing.status,
+    repeat: true,
+    createdAt: existing.createdAt.getTime(),
+  };
 }
 
 async function counts(prisma: PrismaClient, workspaceId: string, broadcastIds: string[]) {

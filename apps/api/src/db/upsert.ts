@@ -12,7 +12,7 @@
 //   is taken) is a 409.
 import { isDeepStrictEqual } from "node:util";
 import { Prisma } from "../generated/prisma/client.ts";
-import type { ApiError } from "../http/errors.ts";
+import { ApiError } from "../http/errors.ts";
 import type { PrismaClient } from "./client.ts";
 import { isUniqueViolation } from "./errors.ts";
 
@@ -60,6 +60,21 @@ export function sameJson(a: unknown, b: unknown): boolean {
 /** A JSON column's value for Prisma: null stores SQL NULL, undefined leaves the column as it is. */
 export const jsonColumn = (value: unknown) => (value === null ? Prisma.DbNull : (value as Prisma.InputJsonValue));
 
+/**
+ * The resource's 409, saying what to do. A name is the usual key: an `id` that matches nothing
+ * while another resource holds the name (a file written for another workspace, or an id made up),
+ * or a rename onto a taken name. (A provider's channel key says it itself.)
+ */
+function keyTaken<Row, Create, Update>(spec: UpsertSpec<Row, Create, Update>, when: "create" | "rename"): ApiError {
+  const err = spec.keyTaken();
+  if (spec.table === "channel_providers") return err;
+  const hint =
+    when === "create"
+      ? `; the request's \`id\` is not that one's: drop \`id\` to update it, or choose another name`
+      : "; choose another name, or rename or delete that one first";
+  return new ApiError(err.code, `${err.message}${hint}`, err.issues, err.headers);
+}
+
 /** The insert of this attempt lost a race on a unique key: run the whole transaction again. */
 class InsertRaced extends Error {}
 
@@ -89,7 +104,7 @@ async function upsertOnce<Row, Create, Update>(tx: Tx, spec: UpsertSpec<Row, Cre
     try {
       row = await spec.insert(tx, write.create, now);
     } catch (err) {
-      if (isUniqueViolation(err)) throw raced ? spec.keyTaken() : new InsertRaced();
+      if (isUniqueViolation(err)) throw raced ? keyTaken(spec, "create") : new InsertRaced();
       throw err;
     }
     await spec.afterWrite?.(tx, row, write);
@@ -104,7 +119,7 @@ async function upsertOnce<Row, Create, Update>(tx: Tx, spec: UpsertSpec<Row, Cre
   try {
     row = await spec.update(tx, existing, update, now);
   } catch (err) {
-    if (isUniqueViolation(err)) throw spec.keyTaken();
+    if (isUniqueViolation(err)) throw keyTaken(spec, "rename");
     throw err;
   }
   await spec.afterWrite?.(tx, row, write);

@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import underPressure from "@fastify/under-pressure";
 import Fastify, { type FastifyInstance, type onRouteHookHandler } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { applyRoutes } from "../apply/routes.ts";
 import { registerAdminAuth } from "../auth/admin-plugin.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { broadcastRoutes } from "../broadcasts/routes.ts";
@@ -94,6 +95,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await admin.register(subscriptionGroupRoutes, { ctx });
     await admin.register(broadcastRoutes, { ctx });
     await admin.register(deliveryRoutes, { ctx });
+    await admin.register(applyRoutes, { ctx });
   });
   return app;
 }

@@ -2,6 +2,7 @@
 import type { DeliveryListQuery, DeliveryRecord } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Delivery, Prisma } from "../generated/prisma/client.ts";
+import { notFound } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { canonicalIds } from "../users/identities.ts";
 
@@ -44,4 +45,10 @@ export async function listDeliveries(prisma: PrismaClient, workspaceId: string, 
   const rows = await prisma.delivery.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: query.limit + 1 });
   const result = page(rows, query.limit, toDeliveryRecord, (r) => [r.createdAt.getTime(), r.id]);
   return { ...result, deliveries: result.items };
+}
+
+export async function getDelivery(prisma: PrismaClient, workspaceId: string, id: string): Promise<DeliveryRecord> {
+  const row = await prisma.delivery.findUnique({ where: { workspaceId_id: { workspaceId, id } } });
+  if (!row) throw notFound(`Delivery ${id}`);
+  return toDeliveryRecord(row);
 }

@@ -99,6 +99,7 @@ export async function listUsers(prisma: PrismaClient, workspaceId: string, query
   refuseNul(after, "querystring.cursor");
   const where: Prisma.ProfileWhereInput = { workspaceId };
   if (after !== undefined) where.profileId = { gt: after };
+  let entered: Map<string, number> | undefined;
   if (query.segmentId) {
     await findSegment(prisma, workspaceId, query.segmentId);
     // Members are a subset of profiles; the membership table's key finds them in order.
@@ -106,15 +107,24 @@ export async function listUsers(prisma: PrismaClient, workspaceId: string, query
       where: { workspaceId, segmentId: query.segmentId, ...(after !== undefined ? { profileId: { gt: after } } : {}) },
       orderBy: { profileId: "asc" },
       take: query.limit + 1,
-      select: { profileId: true },
+      select: { profileId: true, enteredAt: true },
     });
     where.profileId = { in: members.map((m) => m.profileId) };
+    entered = new Map(members.map((m) => [m.profileId, m.enteredAt.getTime()]));
   }
   const rows = await prisma.profile.findMany({ where, orderBy: { profileId: "asc" }, take: query.limit + 1 });
   const result = page(
     rows,
     query.limit,
-    (r) => ({ userId: r.profileId, traits: r.traits as Record<string, unknown>, createdAt: r.createdAt.getTime() }),
+    (r) => {
+      const enteredAt = entered?.get(r.profileId);
+      return {
+        userId: r.profileId,
+        traits: r.traits as Record<string, unknown>,
+        createdAt: r.createdAt.getTime(),
+        ...(enteredAt !== undefined ? { enteredAt } : {}),
+      };
+    },
     (r) => [r.profileId],
   );
   return { ...result, users: result.items };

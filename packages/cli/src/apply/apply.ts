@@ -1,7 +1,11 @@
-// Upserts loaded documents in dependency order and says, per resource, whether it was created,
-// updated or left unchanged — or, with dryRun, what would happen, without writing.
+// Sends loaded documents to the server's apply (POST /api/admin/apply): written in one
+// transaction, all or nothing — or, with dryRun, checked by the server exactly as a real apply
+// would be and rolled back. Says per resource whether it was (would be) created, updated or left
+// unchanged, and which fields an update changes.
+import type { ApplyResponse } from "@tidings/schema";
+import { isTidingsApiError, TidingsApiError } from "@tidings/sdk";
 import type { Api } from "../api.js";
-import { listAll, resourceKinds, type StoredResource, upsertResource } from "../resources.js";
+import { listAll, resourceKinds, type StoredResource } from "../resources.js";
 import type { ResourceDocument } from "./load.js";
 
 export type ApplyResult = "created" | "updated" | "unchanged";
@@ -10,7 +14,7 @@ export interface ApplyOutcome {
   source: string;
   kind: string;
   name: string;
-  /** Absent for a resource a dry run would create. */
+  /** Absent for a resource a dry run would create without an `id`. */
   id?: string;
   result: ApplyResult;
   /** Top-level fields that differ from the stored resource (updates). */
@@ -41,52 +45,57 @@ export function changedFields(doc: ResourceDocument, stored: StoredResource): st
   return changes;
 }
 
+/**
+ * The server's error about one resource (`resources.2 (Segment "Pro users"): …`, issue paths
+ * `resources.2.resource.definition…`), retold with the file it came from, paths within the document.
+ */
+function inFiles(err: unknown, docs: readonly ResourceDocument[]): unknown {
+  if (!isTidingsApiError(err)) return err;
+  const at = /^resources\.(\d+)\b/.exec(err.message);
+  const doc = at ? docs[Number(at[1])] : undefined;
+  if (!at || !doc) return err;
+  const message = `${doc.source}${err.message.slice(at[0].length)}`;
+  const issues = err.issues.map((i) => ({ ...i, path: i.path.replace(/^resources\.\d+\.resource\.?/, "") }));
+  return new TidingsApiError(err.status, err.code, message, err.requestId, issues, { cause: err });
+}
+
 export async function applyDocuments(
   api: Api,
   docs: readonly ResourceDocument[],
-  opts: { dryRun: boolean; onStart?: (doc: ResourceDocument) => void; onOutcome?: (o: ApplyOutcome) => void },
+  opts: { dryRun: boolean; workspaceId?: string | undefined },
 ): Promise<ApplyOutcome[]> {
-  const outcomes: ApplyOutcome[] = [];
-  for (const kind of resourceKinds) {
-    const ofKind = docs.filter((d) => d.kind === kind);
-    if (ofKind.length === 0) continue;
-    const stored = await listAll(api, kind);
-    const byId = new Map(stored.map((r) => [r.id, r]));
-    const byName = new Map(stored.map((r) => [r.name, r]));
-    for (const doc of ofKind) {
-      opts.onStart?.(doc);
-      const id = doc.parsed.id as string | undefined;
-      const name = doc.parsed.name as string;
-      const existing = id ? byId.get(id) : byName.get(name);
-      const changes = existing ? changedFields(doc, existing) : [];
-      let outcome: ApplyOutcome;
-      if (opts.dryRun) {
-        outcome = existing
-          ? {
-              source: doc.source,
-              kind: kind.kind,
-              name,
-              id: existing.id,
-              result: changes.length ? "updated" : "unchanged",
-              ...(changes.length ? { changes } : {}),
-            }
-          : { source: doc.source, kind: kind.kind, name, ...(id ? { id } : {}), result: "created" };
-      } else {
-        const saved = await upsertResource(api, kind, doc.body);
-        // The server writes nothing for a PUT that changes nothing, so `updatedAt` tells.
-        const result: ApplyResult = !existing ? "created" : saved.updatedAt !== existing.updatedAt ? "updated" : "unchanged";
-        outcome = {
-          source: doc.source,
-          kind: kind.kind,
-          name: saved.name,
-          id: saved.id,
-          result,
-          ...(result === "updated" ? { changes } : {}),
-        };
-      }
-      outcomes.push(outcome);
-      opts.onOutcome?.(outcome);
+  // What is stored now, to name the fields an update changes (the server decides the result).
+  const stored = new Map<string, StoredResource>();
+  for (const kind of new Set(docs.map((d) => d.kind))) {
+    for (const r of await listAll(api, kind)) {
+      stored.set(`${kind.kind}:id:${r.id}`, r);
+      stored.set(`${kind.kind}:name:${r.name}`, r);
     }
   }
-  return outcomes;
+  // Sent in the order the server writes them, so the report reads in that order too.
+  docs = resourceKinds.flatMap((kind) => docs.filter((d) => d.kind === kind));
+  const resources = docs.map((d) => ({
+    kind: d.kind.kind,
+    resource: opts.workspaceId && d.body.workspaceId === undefined ? { ...d.body, workspaceId: opts.workspaceId } : d.body,
+  }));
+  let response: ApplyResponse;
+  try {
+    response = await api.call("resources.apply", { body: { resources, dryRun: opts.dryRun } });
+  } catch (err) {
+    throw inFiles(err, docs);
+  }
+  return response.resources.map((r, i) => {
+    const doc = docs[i]!;
+    const id = doc.parsed.id as string | undefined;
+    const existing = stored.get(id ? `${doc.kind.kind}:id:${id}` : `${doc.kind.kind}:name:${doc.parsed.name as string}`);
+    const changes = r.result === "updated" && existing ? changedFields(doc, existing) : [];
+    return {
+      source: doc.source,
+      kind: r.kind,
+      name: r.name,
+      ...(r.id ? { id: r.id } : {}),
+      result: r.result,
+      ...(changes.length ? { changes } : {}),
+    };
+  });
 }

@@ -2,8 +2,9 @@
 // kept in files (JSON or YAML, kind-tagged), validated before anything is sent.
 import type { Command } from "commander";
 import { type ApplyOutcome, applyDocuments } from "../apply/apply.js";
-import { loadDocuments, type ResourceDocument } from "../apply/load.js";
-import { action, type Ctx } from "../context.js";
+import { isTidingsApiError } from "@tidings/sdk";
+import { loadDocuments } from "../apply/load.js";
+import { action, type Ctx, reportError } from "../context.js";
 import type { Column } from "../output.js";
 
 interface ApplyOptions {
@@ -36,7 +37,7 @@ export function registerApplyCommand(program: Command) {
     .command("apply")
     .description("Create or update segments, templates, subscription groups and journeys from JSON/YAML files")
     .requiredOption("-f, --file <path...>", "a file or a directory (walked recursively for .json, .yaml, .yml)")
-    .option("--dry-run", "show what would be created or updated, without writing")
+    .option("--dry-run", "ask the server what would be created or updated (every check runs), without writing")
     .addHelpText(
       "after",
       `
@@ -49,21 +50,29 @@ Each document names its kind and holds the resource, as PUT /api/admin/… takes
 
 Kinds: SubscriptionGroup, Segment, Template, Journey (written in that order). A resource is
 matched by its id when the document has one, else by name. Every document is validated before
-anything is sent; a resource whose stored fields equal the document's is reported unchanged.`,
+anything is sent; a resource whose stored fields equal the document's is reported unchanged.
+
+The server writes every resource in one transaction (POST /api/admin/apply): all of them, or
+none when one is refused — the error names its file. --dry-run asks the server to check the
+same way and roll back, so the plan shows what the real run would meet (a name that belongs to
+another resource, an unknown reference). A 409 on a name: the name is taken by a resource with
+another id; drop \`id\` from the document to update that one, or choose another name.`,
     )
     .action(
       action(async (ctx, opts: ApplyOptions) => {
         const docs = loadDocuments(opts.file);
         const dryRun = opts.dryRun === true;
-        const outcomes: ApplyOutcome[] = [];
-        const at: { doc?: ResourceDocument } = {};
+        let outcomes: ApplyOutcome[];
         try {
-          await applyDocuments(ctx.api, docs, { dryRun, onStart: (d) => (at.doc = d), onOutcome: (o) => outcomes.push(o) });
+          outcomes = await applyDocuments(ctx.api, docs, { dryRun, workspaceId: ctx.connection.workspaceId });
         } catch (err) {
-          // Say what was written before the failure, then the failure itself.
-          if (outcomes.length && !ctx.json) print(ctx, outcomes, dryRun);
-          if (at.doc) ctx.out.note(`failed at ${at.doc.source} (${at.doc.kind.kind} "${at.doc.parsed.name as string}"):`);
-          throw err;
+          if (!isTidingsApiError(err) || err.status === 0) throw err;
+          // The server answered: its transaction wrote nothing. Say so under the error.
+          reportError(err);
+          ctx.out.note(
+            dryRun ? "the dry run stopped here; nothing was written" : "nothing was written (apply writes every resource or none)",
+          );
+          return;
         }
         print(ctx, outcomes, dryRun);
       }),

@@ -79,10 +79,26 @@ async function waitFor(ctx: Ctx, id: string): Promise<BroadcastResource> {
   return final;
 }
 
+/** Exit codes of a followed broadcast (--wait), as `--help` lists them. */
+const WAIT_EXIT_CODES = `Exit codes with --wait: 0 the broadcast completed and every message was sent (skips for
+opted-out users or missing contact points aside); 3 it completed but some message failed or none
+was sent; 1 it failed or was cancelled (or an API error); 2 usage error. See why a message failed
+or was skipped with: tidings deliveries list --broadcast <id-or-name> --status failed|skipped`;
+
 function report(ctx: Ctx, b: BroadcastResource) {
   if (ctx.json) ctx.out.data(b);
   else ctx.out.line(`Broadcast "${b.name}" (${b.id}) ${b.status}: ${describeCounts(b)}${b.reason ? ` — ${b.reason}` : ""}`);
-  if (b.status !== "Completed") process.exitCode = 1;
+  if (b.status !== "Completed") {
+    process.exitCode = 1;
+    return;
+  }
+  if (b.counts.failed > 0 || b.counts.sent === 0) {
+    process.exitCode = 3;
+    const status = b.counts.failed > 0 ? "failed" : "skipped";
+    ctx.out.note(
+      `${b.counts.failed > 0 ? "some messages failed" : "nothing was sent"}; see why: tidings deliveries list --broadcast ${b.id} --status ${status}`,
+    );
+  }
 }
 
 export function registerBroadcastCommands(program: Command) {
@@ -90,7 +106,7 @@ export function registerBroadcastCommands(program: Command) {
 
   group
     .command("execute")
-    .description("Execute a broadcast (idempotent per --name)")
+    .description("Execute a broadcast (idempotent per --name: a repeat sends nothing and says so)")
     .requiredOption("--name <name>", "broadcast name: a repeat with the same name and inputs sends nothing new")
     .option("--segment <file>", "audience: a segment definition file (JSON/YAML; a Segment document works too)")
     .option("--segment-id <id-or-name>", "audience: a stored segment")
@@ -98,7 +114,8 @@ export function registerBroadcastCommands(program: Command) {
     .option("--template-id <id-or-name>", "message: a stored template")
     .option("--subscription-group <id-or-name>", "send within this subscription group (unsubscribe link, opt-outs)")
     .addOption(new Option("--rate <n>", "at most n messages per second").argParser(positiveInt(100_000)))
-    .option("--wait", "follow the broadcast until it finishes (progress on stderr; exit 1 unless it completes)")
+    .option("--wait", "follow the broadcast until it finishes (progress on stderr; exit codes below)")
+    .addHelpText("after", `\n${WAIT_EXIT_CODES}`)
     .action(
       action(async (ctx, opts: ExecuteOptions) => {
         if ((opts.segment === undefined) === (opts.segmentId === undefined))
@@ -131,10 +148,21 @@ export function registerBroadcastCommands(program: Command) {
         const started = await ctx.api.call("broadcasts.execute", {
           body: { ...(body as { broadcastName: string }), segmentId, templateId, subscriptionGroupId },
         });
+        // Idempotent per name: a repeat answers the broadcast executed before and sends nothing.
+        const repeat = started.repeat === true;
+        if (repeat) {
+          const on = started.createdAt !== undefined ? ` on ${formatTime(started.createdAt)} UTC` : "";
+          ctx.out.note(`Broadcast "${started.broadcastName}" was already executed${on}; nothing sent (use another --name to send again)`);
+        }
         if (!opts.wait) {
           if (ctx.json) return ctx.out.data(started);
-          ctx.out.line(`Broadcast "${started.broadcastName}" (${started.broadcastId}) is ${started.status}`);
-          ctx.out.note(`follow it with: tidings broadcasts get ${started.broadcastId}`);
+          if (!repeat) {
+            ctx.out.line(`Broadcast "${started.broadcastName}" (${started.broadcastId}) is ${started.status}`);
+            ctx.out.note(`follow it with: tidings broadcasts get ${started.broadcastId}`);
+            return;
+          }
+          const b = await ctx.api.call("broadcasts.get", { params: { id: started.broadcastId } });
+          ctx.out.line(`Broadcast "${b.name}" (${b.id}) ${b.status}: ${describeCounts(b)}${b.reason ? ` — ${b.reason}` : ""}`);
           return;
         }
         report(ctx, await waitFor(ctx, started.broadcastId));
@@ -159,7 +187,8 @@ export function registerBroadcastCommands(program: Command) {
     .command("get")
     .description("Show a broadcast's status and counts")
     .argument("<id-or-name>", "the broadcast's id or name")
-    .option("--wait", "follow it until it finishes")
+    .option("--wait", "follow it until it finishes (exit codes below)")
+    .addHelpText("after", `\n${WAIT_EXIT_CODES}`)
     .action(
       action(async (ctx, ref: string, opts: { wait?: boolean }) => {
         const b = await findBroadcast(ctx, ref);

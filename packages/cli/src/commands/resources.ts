@@ -1,7 +1,10 @@
 // `tidings segments|templates|subscription-groups|journeys list|get|delete`: the same three
-// commands over each kind of stored definition (journeys add start|pause in journeys.ts).
+// commands over each kind of stored definition (journeys add start|pause in journeys.ts, segments
+// add members).
+import type { SegmentUser } from "@tidings/schema";
 import { type Command, Option } from "commander";
-import { action, positiveInt } from "../context.js";
+import { action, isUuid, positiveInt } from "../context.js";
+import { formatTime } from "../output.js";
 import { deleteResource, listAll, listPage, type ResourceKind, resolveResource } from "../resources.js";
 
 export function registerResourceCommands(program: Command, kind: ResourceKind): Command {
@@ -51,5 +54,41 @@ export function registerResourceCommands(program: Command, kind: ResourceKind): 
       }),
     );
 
+  if (kind.kind === "Segment") registerSegmentMembers(group, kind);
   return group;
+}
+
+/** `tidings segments members NAME`: the segment's current members and when each entered it. */
+function registerSegmentMembers(group: Command, kind: ResourceKind) {
+  group
+    .command("members")
+    .description("List a segment's current members, ordered by user id, with when each entered it")
+    .argument("<id-or-name>", "the segment's id or name")
+    .addOption(new Option("--limit <n>", "page size").argParser(positiveInt(500)).default(100))
+    .option("--cursor <cursor>", "continue from a previous page's nextCursor")
+    .option("--all", "every page")
+    .action(
+      action(async (ctx, ref: string, opts: { limit: number; cursor?: string; all?: boolean }) => {
+        const segment = isUuid(ref) ? { id: ref } : await resolveResource(ctx.api, kind, ref);
+        const users: SegmentUser[] = [];
+        let cursor = opts.cursor;
+        let next: string | null;
+        do {
+          const page = await ctx.api.call("segments.users.list", { params: { id: segment.id }, query: { limit: opts.limit, cursor } });
+          users.push(...page.items);
+          next = page.nextCursor;
+          cursor = next ?? undefined;
+        } while (opts.all && next);
+        if (ctx.json) return ctx.out.data({ items: users, nextCursor: next });
+        ctx.out.table(
+          users,
+          [
+            { header: "USER ID", value: (u) => u.userId },
+            { header: "ENTERED", value: (u) => formatTime(u.enteredAt) },
+          ],
+          "(no members)",
+        );
+        if (next) ctx.out.note(`more: --cursor ${next} (or --all)`);
+      }),
+    );
 }

@@ -17,7 +17,7 @@ export function registerUserCommands(program: Command) {
   group
     .command("list")
     .description("List users by id")
-    .option("--segment <id-or-name>", "only the current members of this segment")
+    .option("--segment <id-or-name>", "only the current members of this segment, with when each entered it")
     .addOption(new Option("--limit <n>", "page size").argParser(positiveInt(500)).default(50))
     .option("--cursor <cursor>", "continue from a previous page's nextCursor")
     .action(
@@ -28,7 +28,9 @@ export function registerUserCommands(program: Command) {
             : (await resolveResource(ctx.api, kindByName.get("Segment")!, opts.segment)).id;
         const page = await ctx.api.call("users.list", { query: { segmentId, limit: opts.limit, cursor: opts.cursor } });
         if (ctx.json) return ctx.out.data(page);
-        ctx.out.table(page.items, columns, "(no users)");
+        // A segment's members show when each entered it.
+        const entered: Column<UserSummary> = { header: "ENTERED", value: (u) => formatTime(u.enteredAt) };
+        ctx.out.table(page.items, segmentId === undefined ? columns : [columns[0]!, entered, ...columns.slice(1)], "(no users)");
         if (page.nextCursor) ctx.out.note(`more: --cursor ${page.nextCursor}`);
       }),
     );

@@ -1,5 +1,6 @@
 // Every operation of the HTTP API, as a list and by operationId. The server registers one route
 // per contract, /openapi.json documents each one, and clients derive their typed calls from them.
+import { applyContracts } from "./apply.js";
 import type { Contract } from "./contract.js";
 import { ingestContracts } from "./ingest.js";
 import { journeyContracts } from "./journeys.js";
@@ -26,6 +27,7 @@ export const contracts = [
   ...journeyContracts,
   ...templateContracts,
   ...providerContracts,
+  ...applyContracts,
   ...messagingContracts,
   ...operationContracts,
 ] as const satisfies readonly Contract[];

@@ -24,7 +24,7 @@ export const userContracts = [
     auth: "admin",
     tags,
     summary: "List users, ordered by user id",
-    description: "With `segmentId`, only the segment's current members (404 if the segment does not exist).",
+    description: "With `segmentId`, only the segment's current members, each with `enteredAt` (404 if the segment does not exist).",
     query: UserListQuery,
     success: { status: 200, description: "A page of users.", schema: UserListResponse },
     errors: adminErrors("NOT_FOUND"),

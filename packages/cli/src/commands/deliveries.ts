@@ -1,0 +1,128 @@
+// `tidings deliveries list|get`: the messages sent (or not) and why — one row per user and
+// broadcast, or per journey run and message node.
+import type { DeliveryRecord, DeliveryStatus } from "@tidings/schema";
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { action, type Ctx, isUuid, positiveInt } from "../context.js";
+import { notFoundByName } from "../errors.js";
+import { type Column, formatTime } from "../output.js";
+import { kindByName, resolveResource } from "../resources.js";
+
+const STATUSES: readonly DeliveryStatus[] = ["Queued", "Sending", "Sent", "Failed", "Skipped"];
+
+/** Accepts any case (`failed`), answers the API's spelling (`Failed`). */
+function parseStatus(value: string): DeliveryStatus {
+  const found = STATUSES.find((s) => s.toLowerCase() === value.toLowerCase());
+  if (!found) throw new InvalidArgumentError(`expected one of ${STATUSES.join(", ")}`);
+  return found;
+}
+
+const source = (d: DeliveryRecord) =>
+  d.broadcastId ? `broadcast ${d.broadcastId}` : d.journeyId ? `journey ${d.journeyId} node ${d.nodeId ?? "-"}` : "-";
+
+const columns: Column<DeliveryRecord>[] = [
+  { header: "CREATED", value: (d) => formatTime(d.createdAt) },
+  { header: "ID", value: (d) => d.id },
+  { header: "USER", value: (d) => d.userId },
+  { header: "CHANNEL", value: (d) => d.channel },
+  { header: "STATUS", value: (d) => d.status },
+  { header: "ATTEMPTS", value: (d) => d.attempts, right: true },
+  { header: "REASON", value: (d) => d.reason },
+];
+
+/** A broadcast's id from its id or name. */
+async function broadcastId(ctx: Ctx, ref: string): Promise<string> {
+  if (isUuid(ref)) return ref;
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.api.call("broadcasts.list", { query: { limit: 500, cursor } });
+    const found = page.items.find((b) => b.name === ref.trim());
+    if (found) return found.id;
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  throw notFoundByName("broadcast", ref);
+}
+
+interface ListOptions {
+  broadcast?: string;
+  journey?: string;
+  user?: string;
+  status?: DeliveryStatus;
+  limit: number;
+  cursor?: string;
+  all?: boolean;
+}
+
+export function registerDeliveryCommands(program: Command) {
+  const group = program.command("deliveries").description("Show the messages sent to users, and why one failed or was skipped");
+
+  group
+    .command("list")
+    .description("List deliveries, newest first, with the reason of each failure or skip")
+    .option("--broadcast <id-or-name>", "only this broadcast's deliveries")
+    .option("--journey <id-or-name>", "only this journey's deliveries")
+    .option("--user <user-id>", "only this user's deliveries")
+    .addOption(new Option("--status <status>", `only deliveries in this status (${STATUSES.join(", ")})`).argParser(parseStatus))
+    .addOption(new Option("--limit <n>", "page size").argParser(positiveInt(500)).default(50))
+    .option("--cursor <cursor>", "continue from a previous page's nextCursor")
+    .option("--all", "every page, not just the first")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  tidings deliveries list --broadcast "Spring sale" --status failed
+  tidings deliveries list --user user-42 --json`,
+    )
+    .action(
+      action(async (ctx, opts: ListOptions) => {
+        const query = {
+          ...(opts.broadcast !== undefined ? { broadcastId: await broadcastId(ctx, opts.broadcast) } : {}),
+          ...(opts.journey !== undefined
+            ? {
+                journeyId: isUuid(opts.journey)
+                  ? opts.journey
+                  : (await resolveResource(ctx.api, kindByName.get("Journey")!, opts.journey)).id,
+              }
+            : {}),
+          ...(opts.user !== undefined ? { userId: opts.user } : {}),
+          ...(opts.status !== undefined ? { status: opts.status } : {}),
+          limit: opts.limit,
+        };
+        const items: DeliveryRecord[] = [];
+        let cursor = opts.cursor;
+        let next: string | null;
+        do {
+          const page = await ctx.api.call("deliveries.list", { query: { ...query, cursor } });
+          items.push(...page.items);
+          next = page.nextCursor;
+          cursor = next ?? undefined;
+        } while (opts.all && next);
+        if (ctx.json) return ctx.out.data({ items, nextCursor: next });
+        ctx.out.table(items, columns, "(no deliveries)");
+        if (next) ctx.out.note(`more: --cursor ${next} (or --all)`);
+      }),
+    );
+
+  group
+    .command("get")
+    .description("Show one delivery: status, attempts, source, provider message id and reason")
+    .argument("<id>", "the delivery's id")
+    .action(
+      action(async (ctx, id: string) => {
+        const d = await ctx.api.call("deliveries.get", { params: { id } });
+        if (ctx.json) return ctx.out.data(d);
+        ctx.out.yaml({
+          id: d.id,
+          user: d.userId,
+          channel: d.channel,
+          status: d.status,
+          ...(d.reason ? { reason: d.reason } : {}),
+          attempts: d.attempts,
+          source: source(d),
+          ...(d.templateId ? { template: d.templateId } : {}),
+          ...(d.providerMessageId ? { providerMessageId: d.providerMessageId } : {}),
+          created: formatTime(d.createdAt),
+          updated: formatTime(d.updatedAt),
+        });
+      }),
+    );
+}
