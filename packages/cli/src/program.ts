@@ -34,7 +34,8 @@ export function buildProgram(): Command {
       `
 Connection: --host, --api-key, --workspace, --write-key, else TIDINGS_HOST, TIDINGS_API_KEY,
 TIDINGS_WORKSPACE_ID, TIDINGS_WRITE_KEY, else the profile saved by \`tidings login\`.
-Exit codes: 0 success, 1 API error (the message names the field and the request id), 2 usage error.`,
+Exit codes: 0 success, 1 API error (the message names the field and the request id), 2 usage error,
+3 a broadcast followed with --wait completed but some message failed or none was sent.`,
     );
   addGlobalOptions(program);
   registerLoginCommands(program);
