@@ -1,6 +1,7 @@
 // The CLI's error kinds and how each reaches the terminal: a usage error exits 2, an API error
 // (the SDK's `TidingsApiError`: status, code, message, request id, issues) exits 1, and neither
 // prints a stack trace.
+import { didYouMean, schemaKeys } from "@tidings/schema";
 import { isTidingsApiError, TidingsApiError } from "@tidings/sdk";
 
 /** A mistake in how the CLI was invoked or in the files it was given; nothing was sent. Exit 2. */
@@ -48,10 +49,19 @@ export function describeError(err: unknown): { lines: string[]; exitCode: number
   return { lines: [`error: ${message}`], exitCode: 1 };
 }
 
-/** Issue lines from a zod error, each naming the field (`definition.nodes.1.type: …`). */
-export function zodIssues(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }, prefix = ""): string[] {
+/**
+ * Issue lines from a zod error, each naming the field (`definition.nodes.1.type: …`); with the
+ * schema, an unknown key names the closest known one (`within_seconds` → "withinSeconds").
+ */
+export function zodIssues(
+  error: { issues: readonly { path: readonly PropertyKey[]; message: string; code?: string; keys?: readonly string[] }[] },
+  prefix = "",
+  schema?: unknown,
+): string[] {
   return error.issues.map((i) => {
     const path = [prefix, ...i.path.map(String)].filter(Boolean).join(".");
-    return `${path || "(document)"}: ${i.message}`;
+    const hints =
+      schema !== undefined && i.code === "unrecognized_keys" ? (i.keys ?? []).map((k) => didYouMean(k, schemaKeys(schema))).join("") : "";
+    return `${path || "(document)"}: ${i.message}${hints}`;
   });
 }

@@ -9,6 +9,7 @@ import { registerJourneyCommands } from "./commands/journeys.js";
 import { registerLoginCommands } from "./commands/login.js";
 import { registerOpenApiCommand } from "./commands/openapi.js";
 import { registerResourceCommands } from "./commands/resources.js";
+import { registerTemplateCommands } from "./commands/templates.js";
 import { registerUserCommands } from "./commands/users.js";
 import { registerWorkspaceCommands } from "./commands/workspaces.js";
 import { addGlobalOptions } from "./context.js";
@@ -41,7 +42,7 @@ Exit codes: 0 success, 1 API error (the message names the field and the request 
   registerLoginCommands(program);
   registerApplyCommand(program);
   registerResourceCommands(program, kindByName.get("Segment")!);
-  registerResourceCommands(program, kindByName.get("Template")!);
+  registerTemplateCommands(registerResourceCommands(program, kindByName.get("Template")!), kindByName.get("Template")!);
   registerResourceCommands(program, kindByName.get("SubscriptionGroup")!);
   registerJourneyCommands(program);
   registerBroadcastCommands(program);

@@ -45,7 +45,11 @@ function kindSchema<K extends EventType, S extends z.ZodRawShape>(kind: K, shape
 
 const identifyShape = { traits: JsonObject.optional().describe("User traits, merged into the profile per key.") };
 const trackShape = {
-  event: z.string().min(1).max(200).describe("Name of the action the user performed."),
+  event: z
+    .string({ error: (issue) => (issue.input === undefined ? "track needs `event` (the action's name)" : undefined) })
+    .min(1, "track needs `event` (the action's name, not empty)")
+    .max(200)
+    .describe("Name of the action the user performed."),
   properties: JsonObject.optional(),
 };
 const pageShape = {

@@ -13,5 +13,6 @@ export * from "./templates.js";
 export * from "./providers.js";
 export * from "./messaging.js";
 export * from "./apply.js";
+export * from "./suggest.js";
 export * from "./operations.js";
 export * from "./contracts/index.js";

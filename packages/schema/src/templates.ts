@@ -62,7 +62,7 @@ export type WebhookTemplate = z.infer<typeof WebhookTemplate>;
 export const MessageTemplateDefinition = z
   .discriminatedUnion("type", [MobilePushTemplate, EmailTemplate, SmsTemplate, WebhookTemplate])
   .describe(
-    "A message for one channel, chosen by `type`. Every string field except `type` and `method` is a LiquidJS template over `user` (traits plus `id`), `event`, `workspace` ({id, name}) and `unsubscribe_url`.",
+    "A message for one channel, chosen by `type`. Every string field except `type` and `method` is a LiquidJS template. Its scope: `user` — the user's traits as `user.<trait>` (`user.email`, `user.plan`, nested with dots: `user.address.city`) plus `user.id`, the user's id (there is no `user.userId`: it renders as nothing); `event` — the track event that triggered the message (`event.event`, `event.properties.<name>`, `event.userId`, `event.timestamp`, …): in a journey started by an `EventEntryNode`, the entry event, in every message of the run; absent for broadcasts and segment-entry journeys; `workspace` — `{id, name}`; `unsubscribe_url` — the signed one-click unsubscribe link (bound to the message's subscription group, if any). A variable that resolves to nothing renders as an empty string: the render endpoint lists them in `unresolved`.",
   )
   .openapi("MessageTemplateDefinition");
 export type MessageTemplateDefinition = z.infer<typeof MessageTemplateDefinition>;
@@ -153,8 +153,20 @@ export const RenderedFields = z
   );
 export type RenderedFields = z.infer<typeof RenderedFields>;
 
+export const UnresolvedVariable = z.object({
+  path: z.string().describe("The field, e.g. `definition.body`."),
+  variable: z.string().describe("The variable as written, e.g. `user.userId`."),
+});
+export type UnresolvedVariable = z.infer<typeof UnresolvedVariable>;
+
 export const RenderTemplateResponse = z.object({
   type: Channel.describe("Channel of the rendered definition."),
   rendered: RenderedFields,
+  unresolved: z
+    .array(UnresolvedVariable)
+    .optional()
+    .describe(
+      "Variables that resolved to nothing (undefined or null) for this user, each with its field: they rendered as an empty string. Absent when there are none. `{{ user.userId }}` is one (the id is `user.id`); a variable behind a `default` filter or inside an `{% if %}` is listed too.",
+    ),
 });
 export type RenderTemplateResponse = z.infer<typeof RenderTemplateResponse>;

@@ -1,6 +1,6 @@
 // One error model: ApiError carries a code of the closed list; the Fastify error handler maps
 // every error (ours, zod's, Fastify's own) to the envelope and never leaks internals on 5xx.
-import { type ErrorCode, type ErrorIssue, type ErrorResponse, errorStatus } from "@tidings/schema";
+import { didYouMean, type ErrorCode, type ErrorIssue, type ErrorResponse, errorStatus, schemaKeys } from "@tidings/schema";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
 import { ZodError } from "zod";
@@ -33,18 +33,23 @@ const joinPath = (path: readonly PropertyKey[]) => path.map(String).join(".") ||
 /**
  * One issue per offending field. zod reports all unknown keys of an object in one
  * `unrecognized_keys` issue at the object's path; each key gets its own issue, the key appended
- * to the path, so the client sees which field to fix.
+ * to the path, so the client sees which field to fix — and the closest field the schema knows
+ * (`within_seconds` → did you mean "withinSeconds"?).
  */
-function fieldIssues(path: readonly PropertyKey[], code: string, message: string, keys: unknown): ErrorIssue[] {
+function fieldIssues(path: readonly PropertyKey[], code: string, message: string, keys: unknown, known?: Set<string>): ErrorIssue[] {
   if (code === "unrecognized_keys" && Array.isArray(keys) && keys.length > 0) {
-    return keys.map((key) => ({ path: joinPath([...path, String(key)]), message: `unknown field ${JSON.stringify(String(key))}` }));
+    return keys.map((key) => ({
+      path: joinPath([...path, String(key)]),
+      message: `unknown field ${JSON.stringify(String(key))}${known ? didYouMean(String(key), known) : ""}`,
+    }));
   }
   return [{ path: joinPath(path), message }];
 }
 
 /** Turns zod issues into our issue list, prefixing paths (e.g. with `batch`). */
-export function zodIssues(err: ZodError, prefix: (string | number)[] = []): ErrorIssue[] {
-  return err.issues.flatMap((i) => fieldIssues([...prefix, ...i.path], i.code, i.message, "keys" in i ? i.keys : undefined));
+export function zodIssues(err: ZodError, prefix: (string | number)[] = [], schema?: unknown): ErrorIssue[] {
+  const known = schema === undefined ? undefined : schemaKeys(schema);
+  return err.issues.flatMap((i) => fieldIssues([...prefix, ...i.path], i.code, i.message, "keys" in i ? i.keys : undefined, known));
 }
 
 /** Fastify's own error codes that are the client's fault. */
@@ -62,16 +67,19 @@ const fastifyCodes: Record<string, ErrorCode> = {
   FST_ERR_BAD_URL_PARAM: "VALIDATION_FAILED",
 };
 
-function toApiError(err: FastifyError | Error): ApiError | null {
+function toApiError(err: FastifyError | Error, request?: FastifyRequest): ApiError | null {
   if (err instanceof ApiError) return err;
   // Whatever was under way (a query, a transaction, a key lookup), never a 500.
   if (isDatabaseUnavailable(err)) return databaseUnavailable();
   if (hasZodFastifySchemaValidationErrors(err)) {
     const where = (err as FastifyError & { validationContext?: string }).validationContext ?? "body";
+    // The route's schema for this part of the request: its field names feed "did you mean".
+    const schema = (request?.routeOptions.schema as Record<string, unknown> | undefined)?.[where];
+    const known = schema === undefined ? undefined : schemaKeys(schema);
     const issues = err.validation.flatMap((v) => {
       const path = v.instancePath.split("/").filter(Boolean);
       const params = v.params as { keys?: unknown } | undefined;
-      return fieldIssues(where === "body" ? path : [where, ...path], v.keyword, v.message ?? "invalid", params?.keys);
+      return fieldIssues(where === "body" ? path : [where, ...path], v.keyword, v.message ?? "invalid", params?.keys, known);
     });
     return new ApiError("VALIDATION_FAILED", "The request does not match the schema", issues);
   }
@@ -105,14 +113,14 @@ function logFailure(request: FastifyRequest, err: Error, apiError: ApiError) {
 
 /** Errors the router raises before a route runs (bad URL encoding, over-long parameters). */
 export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  const apiError = toApiError(err) ?? new ApiError("INTERNAL", "Internal error");
+  const apiError = toApiError(err, request) ?? new ApiError("INTERNAL", "Internal error");
   logFailure(request, err, apiError);
   sendError(reply, request, apiError);
 }
 
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    const apiError = toApiError(err);
+    const apiError = toApiError(err, request);
     if (apiError) {
       logFailure(request, err, apiError);
       return sendError(reply, request, apiError);

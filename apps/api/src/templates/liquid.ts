@@ -101,6 +101,52 @@ function parseCached(engine: Liquid, text: string) {
   return templates;
 }
 
+export interface UnresolvedVariable {
+  /** The field, e.g. `definition.body`. */
+  path: string;
+  /** The variable as written, e.g. `user.userId`. */
+  variable: string;
+}
+
+/** The value at `segments` in the scope (own properties only, as the engines read), or undefined. */
+function lookup(scope: RenderScope, segments: readonly (string | number)[]): unknown {
+  let value: unknown = scope;
+  for (const segment of segments) {
+    if (value === null || typeof value !== "object" || !Object.hasOwn(value, segment)) return undefined;
+    value = (value as Record<string | number, unknown>)[segment];
+  }
+  return value;
+}
+
+/**
+ * The variables of each field that resolve to nothing (undefined or null) in `scope`:
+ * `{{ user.userId }}` renders as an empty string, and this says so. LiquidJS's static analysis
+ * lists the variables a template reads from its scope (not those it assigns itself); a segment
+ * that is itself a variable (`user[key]`) is not followed.
+ */
+export function unresolvedVariables(
+  definition: MessageTemplateDefinition,
+  scope: RenderScope,
+  prefix = "definition",
+): UnresolvedVariable[] {
+  const out: UnresolvedVariable[] = [];
+  for (const [path, text] of liquidFields(definition)) {
+    if (!hasMarkup(text)) continue;
+    const engine = engineFor(definition, path);
+    const seen = new Set<string>();
+    for (const segments of engine.globalVariableSegmentsSync(parseCached(engine, text))) {
+      if (!segments.every((s) => typeof s === "string" || typeof s === "number")) continue;
+      const plain = segments as (string | number)[];
+      const variable = plain.map((s, i) => (typeof s === "number" ? `[${s}]` : i === 0 ? s : `.${s}`)).join("");
+      if (seen.has(variable)) continue;
+      seen.add(variable);
+      const value = lookup(scope, plain);
+      if (value === undefined || value === null) out.push({ path: [prefix, ...path].join("."), variable });
+    }
+  }
+  return out;
+}
+
 /**
  * Renders every Liquid field of a definition; map fields stay maps. Parse and render errors are
  * a 400 naming the field under `prefix`.

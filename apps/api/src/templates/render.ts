@@ -6,7 +6,7 @@ import { badRequest, notFound } from "../http/errors.ts";
 import { signUnsubscribeToken, unsubscribeUrl } from "../messaging/unsubscribe-token.ts";
 import { resolveIdentity } from "../users/service.ts";
 import { findTemplate } from "./service.ts";
-import { renderDefinition, type RenderScope } from "./liquid.ts";
+import { renderDefinition, type RenderScope, unresolvedVariables } from "./liquid.ts";
 
 /** The `user` of the Liquid scope for a known user: its traits plus its canonical `id`. */
 export async function loadScopeUser(prisma: PrismaClient, workspaceId: string, userId: string): Promise<RenderScope["user"]> {
@@ -62,5 +62,7 @@ export async function renderTemplateRequest(
     subscriptionGroupId: body.subscriptionGroupId,
   });
   const scope: RenderScope = { user, event: body.event, workspace, unsubscribe_url: unsubscribeUrl(options.baseUrl, token) };
-  return { type: definition.type, rendered: await renderDefinition(definition, scope, prefix) };
+  const rendered = await renderDefinition(definition, scope, prefix);
+  const unresolved = unresolvedVariables(definition, scope, prefix);
+  return { type: definition.type, rendered, ...(unresolved.length ? { unresolved } : {}) };
 }

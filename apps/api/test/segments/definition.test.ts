@@ -164,7 +164,9 @@ describe("PUT /api/admin/segments definitions", () => {
     });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("VALIDATION_FAILED");
-    expect(res.body.error.issues).toEqual([{ path: "definition.nodes.1.within_seconds", message: 'unknown field "within_seconds"' }]);
+    expect(res.body.error.issues).toEqual([
+      { path: "definition.nodes.1.within_seconds", message: 'unknown field "within_seconds" (did you mean "withinSeconds"?)' },
+    ]);
     const list = await request(t.url, "GET", "/api/admin/segments?limit=500", { headers: bearer(t.workspace.adminKey) });
     expect(list.body.items.map((s: { name: string }) => s.name)).not.toContain(name);
   });

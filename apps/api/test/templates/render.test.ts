@@ -113,6 +113,7 @@ describe("POST /api/admin/content/templates/render", () => {
         headers: { "X-Event": "Order Completed" },
         body: '{"total": 42.5, "missing": ""}',
       },
+      unresolved: [{ path: "definition.body", variable: "user.nope" }],
     });
   });
 

@@ -105,7 +105,7 @@ export function loadDocuments(paths: readonly string[]): ResourceDocument[] {
       }
       const parsed = kind.body.safeParse(body);
       if (!parsed.success) {
-        for (const issue of zodIssues(parsed.error)) problems.push(`${source}: ${issue}`);
+        for (const issue of zodIssues(parsed.error, "", kind.body)) problems.push(`${source}: ${issue}`);
         return;
       }
       docs.push({ source, kind, body, parsed: parsed.data as Record<string, unknown> });

@@ -76,7 +76,8 @@ export const templateContracts = [
     summary: "Render a template for a user (preview; sends nothing)",
     description: [
       "Renders a stored template (`templateId`, its `definition` or, with `source: draft`, its draft) or an inline `definition`, for a stored user (`userId`: its traits plus `id`) or an inline `user`.",
-      "The Liquid scope is `user`, `event` (when given), `workspace` ({id, name}) and `unsubscribe_url`: a signed link, valid for a year, to `GET/POST /api/public/subscriptions/unsubscribe` under the server's `TIDINGS_PUBLIC_URL` (never the request's `Host`).",
+      "The Liquid scope is `user` (traits as `user.<trait>`, plus `user.id`), `event` (when given: as the entry event of an event-triggered journey), `workspace` ({id, name}) and `unsubscribe_url`: a signed link, valid for a year, to `GET/POST /api/public/subscriptions/unsubscribe` under the server's `TIDINGS_PUBLIC_URL` (never the request's `Host`).",
+      "`unresolved` lists the variables that resolved to nothing for this user, each with its field (e.g. `user.userId` in `definition.body`: the id is `user.id`); they rendered as an empty string.",
       "Liquid errors (syntax, unknown filters, `{% include %}` — templates cannot read files —, render time or memory limits) are a 400 naming the field. 404 for an unknown template, user or subscription group.",
     ].join("\n\n"),
     body: RenderTemplateRequestBody,

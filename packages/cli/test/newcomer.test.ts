@@ -1,0 +1,121 @@
+// Issue 21 ("a newcomer's first hour"), items 4 and 7, through the built binary against the
+// running server: template variables that resolved to nothing are named, unknown fields suggest
+// the closest known one, a track event without `event` says so.
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { newWorkspace, runCli, tempDir, type Workspace } from "./support/cli.js";
+
+let ws: Workspace;
+beforeAll(async () => {
+  ws = await newWorkspace("newcomer");
+});
+
+/** A direct admin call (to see the server's answer without the CLI's local checks). */
+async function adminCall(method: string, pathname: string, body: unknown) {
+  const res = await fetch(new URL(pathname, ws.host), {
+    method,
+    headers: { authorization: `Bearer ${ws.apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe("template variables that resolve to nothing", () => {
+  beforeAll(async () => {
+    const dir = tempDir("newcomer-tpl");
+    writeFileSync(
+      path.join(dir, "welcome.yaml"),
+      "kind: Template\nname: Welcome\ndefinition:\n  type: Sms\n  body: 'Hi {{ user.firstName }} ({{ user.userId }}, {{ user.id }}) from {{ workspace.name }}: {{ event.properties.plan }}'\n",
+    );
+    expect((await runCli(["apply", "-f", dir], { env: ws.env })).status).toBe(0);
+    expect(
+      (await runCli(["events", "send", "--type", "identify", "--user-id", "ada", "--traits", '{"firstName":"Ada"}'], { env: ws.env }))
+        .status,
+    ).toBe(0);
+  });
+
+  it("`templates render` prints the rendered fields and warns on stderr about each unresolved variable", async () => {
+    let res = await runCli(["templates", "render", "Welcome", "--user-id", "ada"], { env: ws.env });
+    // The identify may still be committing: render again until the trait is there.
+    for (let i = 0; i < 20 && !res.stdout.includes("Hi Ada"); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      res = await runCli(["templates", "render", "Welcome", "--user-id", "ada"], { env: ws.env });
+    }
+    expect(res.status).toBe(0);
+    expect(res.stdout).toMatch(/^body: "Hi Ada \(, ada\) from newcomer-\S+: "$/m);
+    expect(res.stderr).toBe(
+      "warning: {{ user.userId }} in definition.body resolved to nothing and rendered empty (the user's id is user.id)\n" +
+        "warning: {{ event.properties.plan }} in definition.body resolved to nothing and rendered empty\n",
+    );
+  });
+
+  it("--event fills `event`; --json lists the unresolved variables with their field", async () => {
+    const res = await runCli(
+      ["templates", "render", "Welcome", "--user-id", "ada", "--event", '{"event":"Upgraded","properties":{"plan":"pro"}}', "--json"],
+      { env: ws.env },
+    );
+    expect(res.status).toBe(0);
+    const out = JSON.parse(res.stdout) as { rendered: { body: string }; unresolved: unknown[] };
+    expect(out.rendered.body).toMatch(/: pro$/);
+    expect(out.unresolved).toEqual([{ path: "definition.body", variable: "user.userId" }]);
+  });
+
+  it("the render endpoint answers `unresolved` for an inline definition (variables assigned in the template are not listed)", async () => {
+    const { status, body } = await adminCall("POST", "/api/admin/content/templates/render", {
+      definition: {
+        type: "Email",
+        from: "a@example.com",
+        subject: "{{ event.event }}",
+        body: "{% assign n = 1 %}{{ n }}{{ user.plan }}{{ user.id }}",
+      },
+      user: { id: "u1" },
+    });
+    expect(status).toBe(200);
+    expect(body.unresolved).toEqual([
+      { path: "definition.subject", variable: "event.event" },
+      { path: "definition.body", variable: "user.plan" },
+    ]);
+  });
+});
+
+describe("unknown fields suggest the closest known one", () => {
+  it("apply (checked before sending): within_seconds → withinSeconds, exit 2", async () => {
+    const dir = tempDir("newcomer-typo");
+    writeFileSync(
+      path.join(dir, "typo.yaml"),
+      "kind: Segment\nname: Typo\ndefinition:\n  entryNode: { type: Performed, id: a, event: E, within_seconds: 60 }\n",
+    );
+    const res = await runCli(["apply", "-f", dir], { env: ws.env });
+    expect(res.status).toBe(2);
+    expect(res.stderr).toMatch(/typo\.yaml: definition\.entryNode: Unrecognized key: "within_seconds" \(did you mean "withinSeconds"\?\)/);
+  });
+
+  it("the server's 400 names it too", async () => {
+    const { status, body } = await adminCall("PUT", "/api/admin/segments", {
+      name: "Typo",
+      definition: { entryNode: { type: "Performed", id: "a", event: "E", within_seconds: 60 }, nodes: [] },
+    });
+    expect(status).toBe(400);
+    expect((body.error as { issues: unknown[] }).issues).toContainEqual({
+      path: "definition.entryNode.within_seconds",
+      message: 'unknown field "within_seconds" (did you mean "withinSeconds"?)',
+    });
+  });
+});
+
+describe("a track event without `event`", () => {
+  it("events send: refused before sending, saying track needs `event` (exit 2)", async () => {
+    const res = await runCli(["events", "send", "--user-id", "ada"], { env: ws.env });
+    expect(res.status).toBe(2);
+    expect(res.stderr).toContain("event: track needs `event` (the action's name)");
+  });
+
+  it("a batch item without it (events import): the server's rejection says track needs `event`", async () => {
+    const file = path.join(tempDir("newcomer-import"), "events.ndjson");
+    writeFileSync(file, '{"type":"track","userId":"ada","event":"Ok"}\n{"type":"track","userId":"ada","properties":{"x":1}}\n');
+    const res = await runCli(["events", "import", file], { env: ws.env });
+    expect(res.status).toBe(1);
+    expect(res.stdout).toMatch(/line 2: .*event: track needs `event` \(the action's name\)/);
+  });
+});
