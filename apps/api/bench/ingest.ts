@@ -5,7 +5,11 @@
 //  2. single identify requests/s divided by a bare Fastify server's (target ≥ 0.25), with p99:
 //     both servers are measured in alternating rounds and the medians compared, so a change in
 //     the machine's speed during the run (shared vCPUs drift by ±30 %) hits both alike;
-//  3. the server's peak RSS.
+//  3. what the background work costs ingestion: identify requests/s and batch events/s of the
+//     server with its workers running (TIDINGS_ROLE=all) and no segment defined, over the same
+//     of a TIDINGS_ROLE=api server on the same database (target ≥ 0.9 each: a commit nothing
+//     depends on adds no work);
+//  4. the server's peak RSS.
 // The server runs as its own process (node dist/main.js), like in production. Identify load comes
 // from `wrk -t1` when it is installed (apt-get install wrk; much lighter than a JS generator),
 // else from autocannon; batch load from autocannon with pre-built bodies. Load generator, server
@@ -118,7 +122,7 @@ async function load(opts: autocannon.Options) {
   return result;
 }
 
-const IDENTIFY_CONNECTIONS = 64;
+const IDENTIFY_CONNECTIONS = 32;
 const hasWrk = spawnSync("wrk", ["--version"]).error === undefined;
 
 /** Single identify requests with unique messageIds: requests/s and p99 latency (ms). */
@@ -172,18 +176,23 @@ async function main() {
   const url = db.urlFor("postgres");
   await migrate(url);
   const port = await freePort();
-  const server = spawn(process.execPath, [path.join(here, "..", "dist", "main.js")], {
-    env: {
-      ...process.env,
-      DATABASE_URL: url,
-      PORT: String(port),
-      LOG_LEVEL: "warn",
-      TIDINGS_DATA_DIR: dataDir,
-      TIDINGS_ROOT_KEY: "bench-root-key-0123456789abcdef",
-      TIDINGS_SECRET_KEY: "bench-secret-key-0123456789abcdef0123456789",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const tidings = (port: number, role: "all" | "api") =>
+    spawn(process.execPath, [path.join(here, "..", "dist", "main.js")], {
+      env: {
+        ...process.env,
+        DATABASE_URL: url,
+        PORT: String(port),
+        LOG_LEVEL: "warn",
+        TIDINGS_ROLE: role,
+        TIDINGS_DATA_DIR: dataDir,
+        TIDINGS_ROOT_KEY: "bench-root-key-0123456789abcdef",
+        TIDINGS_SECRET_KEY: "bench-secret-key-0123456789abcdef0123456789",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+  const server = tidings(port, "all");
+  const apiPort = await freePort();
+  let apiOnly: ReturnType<typeof tidings> | undefined;
   const bare = spawn(process.execPath, ["--import", "tsx", path.join(here, "bare-fastify.ts")], { stdio: ["ignore", "pipe", "pipe"] });
   try {
     // With DATABASE_URL the default workspace's keys are printed once (never saved to a file).
@@ -192,6 +201,10 @@ async function main() {
       /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?listening on /,
     );
     const creds = { workspaceId: workspaceId!, writeKey: writeKey! };
+    // The same database with no background work: the workspace exists, so it prints no keys.
+    apiOnly = tidings(apiPort, "api");
+    await waitForLine(apiOnly, /listening on /);
+    const apiBase = `http://127.0.0.1:${apiPort}`;
     const bareUrl = (await waitForLine(bare, /(http:\/\/\S+)/))[1]!;
     const base = `http://127.0.0.1:${port}`;
     const auth = { authorization: `Basic ${creds.writeKey}`, "content-type": "application/json" };
@@ -202,11 +215,18 @@ async function main() {
     const bareHeaders = { "content-type": "application/json" };
     if (WARMUP > 0) {
       await identifyLoad(base, auth, dataDir, WARMUP);
+      await identifyLoad(apiBase, auth, dataDir, WARMUP);
       await identifyLoad(bareUrl, bareHeaders, dataDir, WARMUP);
     }
-    const rounds: { id: Awaited<ReturnType<typeof identifyLoad>>; bare: Awaited<ReturnType<typeof identifyLoad>> }[] = [];
-    for (let i = 0; i < ROUNDS; i++)
-      rounds.push({ id: await identifyLoad(base, auth, dataDir), bare: await identifyLoad(bareUrl, bareHeaders, dataDir) });
+    type Load = Awaited<ReturnType<typeof identifyLoad>>;
+    const rounds: { id: Load; api: Load; bare: Load }[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      rounds.push({
+        id: await identifyLoad(base, auth, dataDir),
+        api: await identifyLoad(apiBase, auth, dataDir),
+        bare: await identifyLoad(bareUrl, bareHeaders, dataDir),
+      });
+    }
     const median = (xs: number[]) => {
       const s = [...xs].sort((a, b) => a - b);
       return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
@@ -217,21 +237,26 @@ async function main() {
       errors: rounds.reduce((n, r) => n + r.id.errors, 0),
     };
     const bareId = { rps: median(rounds.map((r) => r.bare.rps)), p99: median(rounds.map((r) => r.bare.p99)) };
+    const apiId = { rps: median(rounds.map((r) => r.api.rps)), p99: median(rounds.map((r) => r.api.p99)) };
     // 2. Batches. Bodies are built before the clock starts so the load generator stays light.
-    const bodies = Array.from({ length: Math.ceil((DURATION * 60_000) / BATCH) }, batchBody);
+    const bodies = Array.from({ length: Math.ceil((3 * DURATION * 60_000) / BATCH) }, batchBody);
     let next = 0;
-    const batchRun = await load({
-      url: base,
-      connections: 16,
-      requests: [
-        {
-          method: "POST",
-          path: "/api/public/apps/batch",
-          headers: auth,
-          setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }),
-        },
-      ],
-    });
+    const batchLoad = (target: string) =>
+      load({
+        url: target,
+        connections: 16,
+        requests: [
+          {
+            method: "POST",
+            path: "/api/public/apps/batch",
+            headers: auth,
+            setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }),
+          },
+        ],
+      });
+    // The role=api server first: the role=all run is the one whose stored rows are counted.
+    const apiBatchRun = await batchLoad(apiBase);
+    const batchRun = await batchLoad(base);
     if (next > bodies.length) throw new Error("ran out of unique batch bodies; raise the pre-built count");
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
@@ -243,8 +268,9 @@ async function main() {
         ])
       ).rows[0].n,
     );
-    const acked = batchRun["2xx"] * BATCH;
-    const serverEventsPerSec = acked / DURATION;
+    const acked = (batchRun["2xx"] + apiBatchRun["2xx"]) * BATCH;
+    const serverEventsPerSec = (batchRun["2xx"] * BATCH) / DURATION;
+    const apiEventsPerSec = (apiBatchRun["2xx"] * BATCH) / DURATION;
     const bareEventsPerSec = await bareInsertLoop(url, creds.workspaceId, bodies.slice(0, Math.min(bodies.length, 4000)));
 
     const rss = peakRssMb(server.pid!);
@@ -261,11 +287,11 @@ async function main() {
     );
     for (const [i, round] of rounds.entries()) {
       console.log(
-        `identify round ${i + 1}: ${r(round.id.rps)} req/s (p99 ${round.id.p99.toFixed(1)} ms) vs bare ${r(round.bare.rps)} req/s → ${(round.id.rps / round.bare.rps).toFixed(2)}`,
+        `identify round ${i + 1}: ${r(round.id.rps)} req/s (p99 ${round.id.p99.toFixed(1)} ms), role=api ${r(round.api.rps)} req/s, bare ${r(round.bare.rps)} req/s → ${(round.id.rps / round.bare.rps).toFixed(2)} of bare`,
       );
     }
     console.log(
-      `batch:    ${r(serverEventsPerSec)} durable events/s via /batch (${batchRun["2xx"]} × ${BATCH}-event batches acked, ${batchRun.non2xx} non-2xx, ${stored} batch rows stored)`,
+      `batch:    ${r(serverEventsPerSec)} durable events/s via /batch (${batchRun["2xx"]} × ${BATCH}-event batches acked, ${batchRun.non2xx} non-2xx; ${stored} batch rows stored by both servers)`,
     );
     console.log(`          ${r(bareEventsPerSec)} events/s bare pg unnest-insert loop (${BATCH}-row statements, 1 connection)`);
     console.log(`          ratio ${batchRatio.toFixed(2)} (target ≥ 0.60) ${batchRatio >= 0.6 ? "PASS" : "FAIL"}`);
@@ -275,10 +301,18 @@ async function main() {
     console.log(
       `          ratio ${idRatio.toFixed(2)} (target ≥ 0.25) ${idRatio >= 0.25 ? "PASS" : "FAIL"}; p99 ${id.p99.toFixed(1)} ms (target ≤ 20) ${id.p99 <= 20 ? "PASS" : "FAIL"}`,
     );
+    const idCost = id.rps / apiId.rps;
+    const batchCost = serverEventsPerSec / apiEventsPerSec;
+    console.log(
+      `workers:  with the engine running and no segment, over TIDINGS_ROLE=api (${r(apiId.rps)} req/s, ${r(apiEventsPerSec)} events/s via /batch):`,
+    );
+    console.log(`          identify ${idCost.toFixed(2)} (target ≥ 0.90) ${idCost >= 0.9 ? "PASS" : "FAIL"}`);
+    console.log(`          batch    ${batchCost.toFixed(2)} (target ≥ 0.90) ${batchCost >= 0.9 ? "PASS" : "FAIL"}`);
     console.log(`memory:   server peak RSS ${rss} MB`);
     if (stored < acked) throw new Error(`acknowledged ${acked} events but only ${stored} are stored`);
   } finally {
     server.kill("SIGTERM");
+    apiOnly?.kill("SIGTERM");
     bare.kill("SIGTERM");
     await new Promise((r) => server.once("exit", r));
     await db.stop();
