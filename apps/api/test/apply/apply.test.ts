@@ -13,7 +13,7 @@ afterAll(async () => {
   await t.close();
 });
 
-const apply = (w: TestWorkspace, body: unknown, headers = bearer(w.adminKey)) =>
+const apply = (w: TestWorkspace, body: unknown, headers: Record<string, string> = bearer(w.adminKey)) =>
   request(t.url, "POST", "/api/admin/apply", { headers, body });
 const names = async (w: TestWorkspace, path: string) =>
   ((await request(t.url, "GET", `${path}?limit=100`, { headers: bearer(w.adminKey) })).body.items as { name: string }[])
