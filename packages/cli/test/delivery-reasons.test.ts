@@ -81,7 +81,7 @@ describe("tidings deliveries, broadcasts execute --wait exit codes, segment memb
     expect((JSON.parse(list.stdout) as { items: Delivery[] }).items).toHaveLength(2);
   });
 
-  it("--wait exits 3 when nothing was sent (an empty audience), 0 when everything was", async () => {
+  it("--wait exits 3 when nothing was sent (an empty audience); --help lists the exit codes", async () => {
     const empty = await cli(
       "broadcasts",
       "execute",
@@ -140,6 +140,47 @@ describe("tidings deliveries, broadcasts execute --wait exit codes, segment memb
     const unknown = await cli("deliveries", "get", "00000000-0000-4000-8000-000000000000");
     expect(unknown.status).toBe(1);
     expect(unknown.stderr).toMatch(/Delivery 00000000-0000-4000-8000-000000000000 not found \(NOT_FOUND, HTTP 404\)/);
+  });
+
+  it("deliveries list --journey NAME shows a journey's messages with their reasons", async () => {
+    const tplId = "6d7b0c3e-2a51-4c1b-8f0e-1a2b3c4d5e21";
+    const segId = "6d7b0c3e-2a51-4c1b-8f0e-1a2b3c4d5e22";
+    writeFileSync(
+      path.join(dir, "journey.yaml"),
+      `kind: Segment
+id: ${segId}
+name: Pro for journey
+definition: { entryNode: { type: Trait, id: p, path: plan, operator: { type: Equals, value: pro } } }
+---
+kind: Template
+id: ${tplId}
+name: Hook
+definition: { type: Webhook, url: "http://127.0.0.1:9/journey", method: POST, body: "{}" }
+---
+kind: Journey
+name: Hooked
+definition:
+  entryNode: { type: EntryNode, segment: ${segId}, child: send }
+  nodes:
+    - { id: send, type: MessageNode, channel: Webhook, templateId: ${tplId}, child: ExitNode }
+`,
+    );
+    expect((await cli("apply", "-f", path.join(dir, "journey.yaml"))).status).toBe(0);
+    expect((await cli("journeys", "start", "Hooked")).status).toBe(0);
+    let items: Delivery[] = [];
+    for (let i = 0; i < 75 && items.filter((d) => d.status === "Failed").length < 2; i++) {
+      const res = await cli("deliveries", "list", "--journey", "Hooked", "--json");
+      expect(res.status, res.stderr).toBe(0);
+      items = (JSON.parse(res.stdout) as { items: Delivery[] }).items;
+      if (items.filter((d) => d.status === "Failed").length < 2) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(items.map((d) => d.userId).sort()).toEqual(["ada", "bob"]);
+    for (const d of items) expect(d.reason).toMatch(/^webhook target refused/);
+    const table = await cli("deliveries", "list", "--journey", "Hooked", "--user", "ada");
+    expect(table.stdout).toMatch(/\s+ada\s+Webhook\s+Failed\s+1\s+webhook target refused: /);
+    expect(table.stdout).not.toMatch(/\sbob\s/);
+    const get = await cli("deliveries", "get", items[0]!.id);
+    expect(get.stdout).toMatch(/^source: journey [0-9a-f-]{36} node send$/m);
   });
 
   it("segments members NAME and users list --segment show when each member entered", async () => {
