@@ -17,8 +17,9 @@ import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluat
 
 const REFRESH = "segments.refresh";
 const TICK = "segments.tick";
-/** Outbox rows drained per transaction. */
-const OUTBOX_BATCH = 500;
+/** Outbox rows drained per pass, and per pass under heavy ingestion (bounded: a backlog after a
+ * worker outage is drained in passes, never read into one result). */
+const OUTBOX_READ = { batch: 500, heavy: 2000 };
 /** Connections evaluating a drained batch's segments at once. */
 const LANES = 2;
 /** Timers re-evaluated per transaction. */
@@ -44,6 +45,10 @@ export interface SegmentEngineOptions {
    * are mostly the same), one segment at a time. Default { min: 2000, share: 0.5 }.
    */
   heavyIngestion?: { min: number; share: number };
+  /** Outbox rows read per pass, normally and under heavy ingestion (tests make them small). */
+  outboxRead?: { batch: number; heavy: number };
+  /** Observes each drained pass: the outbox rows it read and the users it evaluated. */
+  onDrain?: (rows: number, users: number) => void;
   /** Called after an evaluation recorded enters of segments a journey uses (their users are in journey_signals). */
   onSignals?: (workspaceId: string) => void;
 }
@@ -242,15 +247,19 @@ export class SegmentEngine {
         `SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids FROM segment_outbox WHERE workspace_id = $1 ORDER BY id ${limit}`,
         [workspaceId],
       );
-    let { rows } = await read(`LIMIT ${OUTBOX_BATCH}`);
+    const bound = this.options.outboxRead ?? OUTBOX_READ;
+    let limit = bound.batch;
+    let { rows } = await read(`LIMIT ${limit}`);
     if (rows.length === 0) return false;
     const scopeOf = (batch: typeof rows) => this.resolveScope(db, workspaceId, [...new Set(batch.flatMap((r) => r.ids))]);
     let scope = await scopeOf(rows);
     const saturated = await this.heavyIngestion(db, workspaceId, scope.length);
     if (saturated) {
-      // Heavy ingestion: the next batches would touch the same users again. One pass over all the
-      // waiting rows costs about what one batch does.
-      rows = (await read("")).rows;
+      // Heavy ingestion: the next batches would touch the same users again. One pass over many
+      // waiting rows (each user evaluated once, whatever its number of events) costs about what
+      // one batch does.
+      limit = bound.heavy;
+      rows = (await read(`LIMIT ${limit}`)).rows;
       scope = await scopeOf(rows);
     }
     const keys = [...new Set(rows.flatMap((r) => r.keys))];
@@ -275,7 +284,8 @@ export class SegmentEngine {
       });
     }
     if (signalled > 0) this.options.onSignals?.(workspaceId);
-    return rows.length === OUTBOX_BATCH;
+    this.options.onDrain?.(rows.length, scope.length);
+    return rows.length === limit;
   }
 
   /**
