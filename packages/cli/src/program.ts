@@ -9,6 +9,7 @@ import { registerJourneyCommands } from "./commands/journeys.js";
 import { registerLoginCommands } from "./commands/login.js";
 import { registerOpenApiCommand } from "./commands/openapi.js";
 import { registerResourceCommands } from "./commands/resources.js";
+import { registerDeliveryTail, registerEventTail } from "./commands/tail.js";
 import { registerTemplateCommands } from "./commands/templates.js";
 import { registerUserCommands } from "./commands/users.js";
 import { registerWorkspaceCommands } from "./commands/workspaces.js";
@@ -17,6 +18,13 @@ import { kindByName } from "./resources.js";
 import { VERSION } from "./version.js";
 
 export { VERSION };
+
+/** A command group registered above, to add a subcommand kept in its own module. */
+const group = (program: Command, name: string): Command => {
+  const found = program.commands.find((c) => c.name() === name);
+  if (!found) throw new Error(`no command group ${name}`);
+  return found;
+};
 
 export function buildProgram(): Command {
   const program = new Command()
@@ -47,8 +55,10 @@ Exit codes: 0 success, 1 API error (the message names the field and the request 
   registerJourneyCommands(program);
   registerBroadcastCommands(program);
   registerDeliveryCommands(program);
+  registerDeliveryTail(group(program, "deliveries"));
   registerUserCommands(program);
   registerEventCommands(program);
+  registerEventTail(group(program, "events"));
   registerWorkspaceCommands(program);
   registerOpenApiCommand(program);
   return program;

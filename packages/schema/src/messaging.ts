@@ -124,6 +124,11 @@ export const DeliveryRecord = z
     attempts: z.number().int(),
     createdAt: EpochMillis,
     updatedAt: EpochMillis,
+    contact: z.string().optional().describe("With `include=content`: the contact point the message went to (email, phone, token, URL)."),
+    rendered: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("With `include=content`: the rendered message as handed to the provider (the `Log` provider only records it)."),
   })
   .openapi("Delivery");
 export type DeliveryRecord = z.infer<typeof DeliveryRecord>;
@@ -137,6 +142,10 @@ export const DeliveryListQuery = ListQuery.extend({
   status: DeliveryStatus.optional(),
   since: z.coerce.number().int().optional().describe("Created at or after (ms since epoch)."),
   until: z.coerce.number().int().optional().describe("Created before (ms since epoch)."),
+  include: z
+    .enum(["content"])
+    .optional()
+    .describe("`content`: each delivery also carries its `contact` and `rendered` message (personal data; absent once erased)."),
 });
 export type DeliveryListQuery = z.infer<typeof DeliveryListQuery>;
 export const DeliveryListResponse = listResponse("deliveries", DeliveryRecord);

@@ -6,7 +6,7 @@ import { notFound } from "../http/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { canonicalIds } from "../users/identities.ts";
 
-export function toDeliveryRecord(d: Delivery): DeliveryRecord {
+export function toDeliveryRecord(d: Delivery, content = false): DeliveryRecord {
   return {
     id: d.id,
     workspaceId: d.workspaceId,
@@ -23,6 +23,8 @@ export function toDeliveryRecord(d: Delivery): DeliveryRecord {
     attempts: d.attempts,
     createdAt: d.createdAt.getTime(),
     updatedAt: d.updatedAt.getTime(),
+    ...(content && d.contact ? { contact: d.contact } : {}),
+    ...(content && d.rendered && typeof d.rendered === "object" ? { rendered: d.rendered as Record<string, unknown> } : {}),
   };
 }
 
@@ -43,7 +45,13 @@ export async function listDeliveries(prisma: PrismaClient, workspaceId: string, 
   }
   if (Object.keys(created).length > 0) where.createdAt = created;
   const rows = await prisma.delivery.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: query.limit + 1 });
-  const result = page(rows, query.limit, toDeliveryRecord, (r) => [r.createdAt.getTime(), r.id]);
+  const content = query.include === "content";
+  const result = page(
+    rows,
+    query.limit,
+    (r) => toDeliveryRecord(r, content),
+    (r) => [r.createdAt.getTime(), r.id],
+  );
   return { ...result, deliveries: result.items };
 }
 

@@ -1,0 +1,169 @@
+// `tidings deliveries tail` and `tidings events tail`: follow what happens, as `stripe listen` and
+// Segment's debugger do, by polling the list endpoints (newest first) and printing what is new —
+// deliveries once settled, with the message as rendered (what the `Log` provider records), events
+// with their payload and any top-level field the event's type does not know (`trait` for `traits`).
+import { type DeliveryRecord, didYouMean, type EventRecord, type EventType, schemaKeys, singleEventBodies } from "@tidings/schema";
+import { type Command, Option } from "commander";
+import { stringify } from "yaml";
+import { action, type Ctx, positiveInt } from "../context.js";
+import { formatTime } from "../output.js";
+
+interface TailOptions {
+  interval: number;
+  count?: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `poll` until `count` items were printed (or forever); Ctrl-C stops it. */
+async function follow(ctx: Ctx, opts: TailOptions, what: string, poll: () => Promise<number>): Promise<void> {
+  let stop = false;
+  const onSignal = () => {
+    stop = true;
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  ctx.out.note(`Waiting for ${what}… (Ctrl-C to stop)`);
+  let printed = 0;
+  try {
+    while (!stop) {
+      printed += await poll();
+      if (opts.count !== undefined && printed >= opts.count) return;
+      await sleep(opts.interval);
+    }
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+const indented = (value: unknown) =>
+  stringify(value, { lineWidth: 0 })
+    .trimEnd()
+    .split("\n")
+    .map((l) => `    ${l}`)
+    .join("\n");
+
+const SETTLED = new Set(["Sent", "Failed", "Skipped"]);
+
+function printDelivery(ctx: Ctx, d: DeliveryRecord): void {
+  if (ctx.json) {
+    ctx.out.line(JSON.stringify(d));
+    return;
+  }
+  const source = d.broadcastId ? `broadcast ${d.broadcastId}` : d.journeyId ? `journey ${d.journeyId} node ${d.nodeId ?? "-"}` : "";
+  ctx.out.line(
+    `${formatTime(d.updatedAt)}  ${d.status.padEnd(7)}  ${d.channel}  user ${d.userId}${d.contact ? ` → ${d.contact}` : ""}  ${source}`.trimEnd(),
+  );
+  if (d.reason) ctx.out.line(`    reason: ${d.reason}`);
+  if (d.rendered) ctx.out.line(indented(d.rendered));
+}
+
+export function registerDeliveryTail(group: Command): void {
+  group
+    .command("tail")
+    .description("Follow new deliveries as they settle, with the message as rendered (no provider needed: Log records it)")
+    .addOption(new Option("--interval <ms>", "between polls").argParser(positiveInt(60_000)).default(1000))
+    .addOption(new Option("--count <n>", "stop after this many deliveries").argParser(positiveInt()))
+    .addHelpText(
+      "after",
+      `
+Prints each delivery created after the command started once it is Sent, Failed or Skipped: time,
+status, channel, user, contact point, source, the reason of a failure or skip, and the rendered
+message (subject, text, body, url, …). --json prints one delivery per line (NDJSON).`,
+    )
+    .action(
+      action(async (ctx, opts: TailOptions) => {
+        // What exists already is not new: the newest delivery's time is where following starts.
+        const first = await ctx.api.call("deliveries.list", { query: { include: "content", limit: 500 } });
+        const seen = new Set(first.items.filter((d) => SETTLED.has(d.status)).map((d) => d.id));
+        let since = first.items[0]?.createdAt;
+        const pending = new Map<string, number>(first.items.filter((d) => !SETTLED.has(d.status)).map((d) => [d.id, d.createdAt]));
+        await follow(ctx, opts, "deliveries", async () => {
+          // From the oldest delivery still pending (it may settle), else the newest one seen.
+          const from = Math.min(since ?? Number.POSITIVE_INFINITY, ...pending.values());
+          const items: DeliveryRecord[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await ctx.api.call("deliveries.list", {
+              query: { include: "content", limit: 500, cursor, ...(Number.isFinite(from) ? { since: from } : {}) },
+            });
+            items.push(...page.items);
+            cursor = page.nextCursor ?? undefined;
+          } while (cursor);
+          let printed = 0;
+          for (const d of items.reverse()) {
+            since = Math.max(since ?? 0, d.createdAt);
+            if (seen.has(d.id)) continue;
+            if (!SETTLED.has(d.status)) {
+              pending.set(d.id, d.createdAt);
+              continue;
+            }
+            pending.delete(d.id);
+            seen.add(d.id);
+            printDelivery(ctx, d);
+            printed++;
+          }
+          return printed;
+        });
+      }),
+    );
+}
+
+/** Fields a Segment library may send beside the spec's (kept, never used). */
+const LIBRARY_FIELDS = ["_metadata", "receivedAt", "version", "channel", "writeKey", "type"];
+
+/** The payload's top-level fields the event's type does not know, each with the closest known one. */
+export function unknownFields(e: EventRecord): string[] {
+  const schema = singleEventBodies[e.type as EventType];
+  if (!schema) return [];
+  const known = new Set([...schemaKeys(schema), ...LIBRARY_FIELDS]);
+  return Object.keys(e.payload)
+    .filter((k) => !known.has(k))
+    .map((k) => `${JSON.stringify(k)}${didYouMean(k, known)}`);
+}
+
+function printEvent(ctx: Ctx, e: EventRecord): void {
+  const unknown = unknownFields(e);
+  if (ctx.json) {
+    ctx.out.line(JSON.stringify({ ...e, unknownFields: unknown }));
+    return;
+  }
+  const who = e.userId ?? `anonymous ${e.anonymousId}`;
+  ctx.out.line(`${formatTime(e.receivedAt)}  ${e.type.padEnd(8)}  ${who}${e.event ? `  "${e.event}"` : ""}  ${e.messageId}`);
+  for (const field of unknown) ctx.out.line(`    ! unknown field ${field}: stored, but nothing reads it`);
+  const { context: _context, ...shown } = e.payload as Record<string, unknown>;
+  ctx.out.line(indented(shown));
+}
+
+export function registerEventTail(group: Command): void {
+  group
+    .command("tail")
+    .description("A live event debugger: follow events as they arrive, with their payload and any unknown field")
+    .addOption(new Option("--interval <ms>", "between polls").argParser(positiveInt(60_000)).default(1000))
+    .addOption(new Option("--count <n>", "stop after this many events").argParser(positiveInt()))
+    .option("--user-id <id>", "only this user's events")
+    .addHelpText(
+      "after",
+      `
+Prints each event received after the command started: time, type, user, name, messageId, the
+payload as stored (without context), and a line for each top-level field its type does not know
+("trait" (did you mean "traits"?)): the server keeps such fields but nothing reads them. Polls the
+newest 500 events by event time; an event whose timestamp is older than those is not shown.
+--json prints one event per line (NDJSON) with its unknownFields.`,
+    )
+    .action(
+      action(async (ctx, opts: TailOptions & { userId?: string }) => {
+        const list = () => ctx.api.call("events.list", { query: { limit: 500, ...(opts.userId ? { userId: opts.userId } : {}) } });
+        const seen = new Set((await list()).items.map((e) => e.messageId));
+        await follow(ctx, opts, "events", async () => {
+          const fresh = (await list()).items.filter((e) => !seen.has(e.messageId)).reverse();
+          for (const e of fresh) {
+            seen.add(e.messageId);
+            printEvent(ctx, e);
+          }
+          return fresh.length;
+        });
+      }),
+    );
+}

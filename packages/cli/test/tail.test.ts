@@ -1,0 +1,115 @@
+// `tidings deliveries tail` and `tidings events tail` (issue 21, item 3), run as subprocesses of
+// the built binary while the test sends through the CLI: what is sent shows up as rendered (no
+// provider: Log), and an event's unknown field (`trait` for `traits`) is pointed out.
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type CliResult, newWorkspace, runCli, tempDir, type Workspace } from "./support/cli.js";
+
+let ws: Workspace;
+beforeAll(async () => {
+  ws = await newWorkspace("tail");
+});
+
+/** Starts a tail and resolves once it is following (its "Waiting for …" note), with its result to come (wrapped: an async function would wait for a returned promise). */
+async function startTail(args: string[]): Promise<{ done: Promise<CliResult> }> {
+  let ready!: () => void;
+  const following = new Promise<void>((resolve) => (ready = resolve));
+  const done = runCli(args, {
+    env: ws.env,
+    onSpawn: (child) => child.stderr?.on("data", (d: Buffer) => d.toString().includes("Waiting for") && ready()),
+  });
+  await Promise.race([following, done.then((r) => Promise.reject(new Error(`the tail ended early: ${r.stderr}`)))]);
+  return { done };
+}
+
+describe("tidings deliveries tail", () => {
+  it("prints each new delivery once settled, with its contact point and the message as rendered", async () => {
+    for (const [userId, name] of [
+      ["ada", "Ada"],
+      ["bob", "Bob"],
+    ]) {
+      const sent = await runCli(
+        [
+          "events",
+          "send",
+          "--type",
+          "identify",
+          "--user-id",
+          userId,
+          "--traits",
+          JSON.stringify({ firstName: name, phone: `+1555000${name.length}${userId}` }),
+        ],
+        { env: ws.env },
+      );
+      expect(sent.status).toBe(0);
+    }
+    const dir = tempDir("tail-resources");
+    writeFileSync(
+      path.join(dir, "r.yaml"),
+      `kind: Segment
+name: Has phone
+definition: { entryNode: { type: Trait, id: p, path: phone, operator: { type: Exists } } }
+---
+kind: Template
+name: Hello SMS
+definition: { type: Sms, body: "Hello {{ user.firstName }}" }
+`,
+    );
+    expect((await runCli(["apply", "-f", dir], { env: ws.env })).status).toBe(0);
+    // Both identifies committed and in the segment before the broadcast starts.
+    for (let i = 0; i < 50; i++) {
+      const members = await runCli(["users", "list", "--segment", "Has phone", "--json"], { env: ws.env });
+      if ((JSON.parse(members.stdout) as { items: unknown[] }).items.length === 2) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+
+    const tail = await startTail(["deliveries", "tail", "--count", "2", "--interval", "200"]);
+    const run = await runCli(
+      ["broadcasts", "execute", "--name", "tail-hello", "--segment-id", "Has phone", "--template-id", "Hello SMS", "--wait"],
+      {
+        env: ws.env,
+      },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const res = await tail.done;
+    expect(res.status, res.stderr).toBe(0);
+    const lines = res.stdout.trimEnd().split("\n");
+    expect(
+      lines.filter((l) => /^\S+ \S+ {2}Sent {5}Sms {2}user (ada|bob) → \+1555000\d(ada|bob) {2}broadcast [0-9a-f-]{36}$/.test(l)),
+    ).toHaveLength(2);
+    expect(res.stdout).toContain("    body: Hello Ada\n");
+    expect(res.stdout).toContain("    body: Hello Bob\n");
+  });
+
+  it("--json prints one delivery per line, with contact and rendered", async () => {
+    const tail = await startTail(["deliveries", "tail", "--count", "1", "--interval", "200", "--json"]);
+    const run = await runCli(
+      ["broadcasts", "execute", "--name", "tail-json", "--segment-id", "Has phone", "--template-id", "Hello SMS", "--wait"],
+      { env: ws.env },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const res = await tail.done;
+    const first = JSON.parse(res.stdout.split("\n")[0]!) as { status: string; contact: string; rendered: { body: string } };
+    expect(first).toMatchObject({
+      status: "Sent",
+      contact: expect.stringMatching(/^\+1555000/),
+      rendered: { body: expect.stringMatching(/^Hello (Ada|Bob)$/) },
+    });
+  });
+});
+
+describe("tidings events tail", () => {
+  it("prints each new event with its payload, and flags a field its type does not know (trait → traits)", async () => {
+    const tail = await startTail(["events", "tail", "--count", "1", "--interval", "200"]);
+    const sent = await runCli(["events", "send", "--data", '{"type":"identify","userId":"typo-user","trait":{"plan":"pro"}}'], {
+      env: ws.env,
+    });
+    expect(sent.status, sent.stderr).toBe(0);
+    const res = await tail.done;
+    expect(res.status, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/^\S+ \S+ {2}identify {2}typo-user {2}\S+$/m);
+    expect(res.stdout).toContain('    ! unknown field "trait" (did you mean "traits"?): stored, but nothing reads it\n');
+    expect(res.stdout).toMatch(/^ {4}trait:\n {6}plan: pro$/m);
+  });
+});
