@@ -119,3 +119,29 @@ describe("a track event without `event`", () => {
     expect(res.stdout).toMatch(/line 2: .*event: track needs `event` \(the action's name\)/);
   });
 });
+
+describe("a webhook URL the send-time guard refuses", () => {
+  it("apply saves the template and warns on stderr; a public URL gets no warning", async () => {
+    const dir = tempDir("newcomer-webhook");
+    writeFileSync(
+      path.join(dir, "hooks.yaml"),
+      "kind: Template\nname: Local hook\ndefinition: { type: Webhook, method: POST, url: 'http://127.0.0.1:8080/hook' }\n---\nkind: Template\nname: Public hook\ndefinition: { type: Webhook, method: POST, url: 'https://hooks.example.com/{{ user.id }}' }\n",
+    );
+    const res = await runCli(["apply", "-f", dir], { env: ws.env });
+    expect(res.status, res.stderr).toBe(0);
+    expect(res.stderr).toBe(
+      `warning: Template "Local hook" (${path.join(dir, "hooks.yaml")}#1) definition.url: 127.0.0.1:8080 is a loopback address: sends to it will fail (webhook target refused); add the host to TIDINGS_WEBHOOK_ALLOWED_HOSTS to allow it\n`,
+    );
+  });
+
+  it("PUT answers the warning in `warnings`", async () => {
+    const { status, body } = await adminCall("PUT", "/api/admin/content/templates", {
+      name: "Private hook",
+      draft: { type: "Webhook", method: "POST", url: "http://10.1.2.3/hook" },
+    });
+    expect(status).toBe(200);
+    expect(body.warnings).toEqual([
+      { path: "draft.url", message: expect.stringMatching(/^10\.1\.2\.3 is a private address: sends to it will fail/) },
+    ]);
+  });
+});

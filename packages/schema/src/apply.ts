@@ -54,6 +54,12 @@ export const ApplyResponseItem = z
         "The resource's id; absent in a dry run for a resource that would be created without an `id` (its id is chosen when it is).",
       ),
     result: ApplyResult,
+    warnings: z
+      .array(z.object({ path: z.string(), message: z.string() }))
+      .optional()
+      .describe(
+        "What was written but will not work as is (a template's webhook `url` the send-time guard refuses), as the resource's own PUT answers it.",
+      ),
   })
   .describe("What became (or, in a dry run, would become) of one resource.");
 export type ApplyResponseItem = z.infer<typeof ApplyResponseItem>;

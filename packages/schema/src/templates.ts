@@ -67,6 +67,12 @@ export const MessageTemplateDefinition = z
   .openapi("MessageTemplateDefinition");
 export type MessageTemplateDefinition = z.infer<typeof MessageTemplateDefinition>;
 
+export const TemplateWarning = z.object({
+  path: z.string().describe("The field, e.g. `definition.url`."),
+  message: z.string(),
+});
+export type TemplateWarning = z.infer<typeof TemplateWarning>;
+
 export const MessageTemplateResource = z
   .object({
     id: z.uuid(),
@@ -77,6 +83,12 @@ export const MessageTemplateResource = z
     createdAt: EpochMillis.optional(),
     definition: MessageTemplateDefinition.optional().describe("What sends use. Absent until set."),
     draft: MessageTemplateDefinition.optional().describe("Work in progress, never sent. Absent until set."),
+    warnings: z
+      .array(TemplateWarning)
+      .optional()
+      .describe(
+        "Answered by PUT only, when something saved will not work as is: a webhook `url` the send-time guard refuses (loopback, private, link-local, … not in TIDINGS_WEBHOOK_ALLOWED_HOSTS).",
+      ),
   })
   .openapi("MessageTemplate");
 export type MessageTemplateResource = z.infer<typeof MessageTemplateResource>;

@@ -8,6 +8,7 @@ import { upsertJourney } from "../journeys/service.ts";
 import { upsertSegment } from "../segments/service.ts";
 import { upsertSubscriptionGroup } from "../subscription-groups/service.ts";
 import { upsertTemplate } from "../templates/service.ts";
+import { webhookWarnings } from "../templates/webhook-warnings.ts";
 
 /** What a later kind may reference comes first (a segment names groups, a journey all three). */
 const ORDER: readonly ApplyKind[] = ["SubscriptionGroup", "Segment", "Template", "Journey"];
@@ -76,7 +77,12 @@ class DryRunDone extends Error {
   }
 }
 
-export async function applyResources(prisma: PrismaClient, workspaceId: string, body: ApplyRequestBody): Promise<ApplyResponse> {
+export async function applyResources(
+  prisma: PrismaClient,
+  workspaceId: string,
+  body: ApplyRequestBody,
+  options: { webhookAllowedHosts?: readonly string[] } = {},
+): Promise<ApplyResponse> {
   for (const [index, item] of body.resources.entries()) {
     const named = item.resource.workspaceId;
     if (named !== undefined && named !== workspaceId) {
@@ -103,7 +109,8 @@ export async function applyResources(prisma: PrismaClient, workspaceId: string, 
       const result = (row.createdAt ?? 0) >= before ? "created" : row.updatedAt >= before ? "updated" : "unchanged";
       // A dry run's new resource keyed by name has an id that will not be its id.
       const id = dryRun && result === "created" && item.resource.id === undefined ? {} : { id: row.id };
-      results[index] = { kind: item.kind, name: row.name, ...id, result };
+      const warnings = item.kind === "Template" ? webhookWarnings(item.resource, options.webhookAllowedHosts ?? []) : [];
+      results[index] = { kind: item.kind, name: row.name, ...id, result, ...(warnings.length ? { warnings } : {}) };
     }
     const response = { dryRun, resources: results };
     if (dryRun) throw new DryRunDone(response);

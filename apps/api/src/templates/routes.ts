@@ -4,11 +4,16 @@ import type { FastifyPluginAsync } from "fastify";
 import type { AppContext } from "../http/context.ts";
 import { route } from "../http/route.ts";
 import { renderTemplateRequest } from "./render.ts";
+import { webhookWarnings } from "./webhook-warnings.ts";
 import { deleteTemplate, findTemplate, listTemplates, toTemplateResource, upsertTemplate } from "./service.ts";
 
 export const templateRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
   const { prisma } = ctx.db;
-  route(app, op["templates.upsert"], ({ workspaceId, body }) => upsertTemplate(prisma, workspaceId, body));
+  route(app, op["templates.upsert"], async ({ workspaceId, body }) => {
+    const template = await upsertTemplate(prisma, workspaceId, body);
+    const warnings = webhookWarnings(template, ctx.config.webhookAllowedHosts);
+    return warnings.length ? { ...template, warnings } : template;
+  });
   route(app, op["templates.list"], ({ workspaceId, query }) => listTemplates(prisma, workspaceId, query));
   route(app, op["templates.get"], async ({ workspaceId, params }) =>
     toTemplateResource(await findTemplate(prisma, workspaceId, params.id)),

@@ -19,6 +19,8 @@ export interface ApplyOutcome {
   result: ApplyResult;
   /** Top-level fields that differ from the stored resource (updates). */
   changes?: string[];
+  /** What the server warns about (a webhook URL its guard refuses). */
+  warnings?: { path: string; message: string }[];
 }
 
 /** JSON with object keys sorted and undefined dropped, for comparing values by content. */
@@ -96,6 +98,7 @@ export async function applyDocuments(
       ...(r.id ? { id: r.id } : {}),
       result: r.result,
       ...(changes.length ? { changes } : {}),
+      ...(r.warnings?.length ? { warnings: r.warnings } : {}),
     };
   });
 }

@@ -30,6 +30,9 @@ function print(ctx: Ctx, outcomes: ApplyOutcome[], dryRun: boolean) {
   const count = (r: ApplyOutcome["result"]) => outcomes.filter((o) => o.result === r).length;
   const summary = `${count("created")} ${dryRun ? "to create" : "created"}, ${count("updated")} ${dryRun ? "to update" : "updated"}, ${count("unchanged")} unchanged`;
   ctx.out.line(dryRun ? `${summary} (dry run: nothing was written)` : summary);
+  for (const o of outcomes) {
+    for (const w of o.warnings ?? []) ctx.out.note(`warning: ${o.kind} "${o.name}" (${o.source}) ${w.path}: ${w.message}`);
+  }
 }
 
 export function registerApplyCommand(program: Command) {
