@@ -17,6 +17,8 @@ const adminBodies = zodExports("RequestBody").filter(([name]) => !(name in event
 const keepsUnknown: Record<string, string[]> = {
   UpsertJourneyRequestBody: ["draft"],
   RenderTemplateRequestBody: ["user"],
+  // A journey applied in a batch carries its editor draft like a journey PUT.
+  ApplyRequestBody: ["resources[].resource.draft"],
 };
 
 type Def = { type: string; [k: string]: any };
