@@ -28,7 +28,7 @@ describe("tidings deliveries tail", () => {
     for (const [userId, name] of [
       ["ada", "Ada"],
       ["bob", "Bob"],
-    ]) {
+    ] as const) {
       const sent = await runCli(
         [
           "events",
