@@ -42,6 +42,14 @@ export const LessThanOperator = z.strictObject({
   type: z.literal("LessThan"),
   value: z.number().describe("The numeric value must be < this."),
 });
+export const GreaterThanOperator = z.strictObject({
+  type: z.literal("GreaterThan"),
+  value: z.number().describe("The numeric value must be > this."),
+});
+export const LessThanOrEqualOperator = z.strictObject({
+  type: z.literal("LessThanOrEqual"),
+  value: z.number().describe("The numeric value must be ≤ this."),
+});
 export const WithinOperator = z
   .strictObject({ type: z.literal("Within"), windowSeconds: WindowSeconds })
   .describe("The value, an ISO 8601 date or an epoch number (ms), lies within the last `windowSeconds`.");
@@ -69,6 +77,8 @@ const valueOperators = [
   NotExistsOperator,
   GreaterThanOrEqualOperator,
   LessThanOperator,
+  GreaterThanOperator,
+  LessThanOrEqualOperator,
   WithinOperator,
   AbsoluteTimestampOperator,
 ] as const;

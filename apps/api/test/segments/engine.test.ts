@@ -89,6 +89,23 @@ const cases: Case[] = [
     members: ["b"],
   },
   {
+    name: "Trait GreaterThan: strictly greater, numbers only",
+    events: (T) => [
+      identify("a", { n: 10 }, T - HOUR),
+      identify("b", { n: 10.5 }, T - HOUR),
+      identify("c", { n: "20" }, T - HOUR),
+      seen("d"),
+    ],
+    definition: trait("n", { type: "GreaterThan", value: 10 }),
+    members: ["b"],
+  },
+  {
+    name: "Trait LessThanOrEqual: the value itself included, a non-number is not",
+    events: (T) => [identify("a", { n: 10 }, T - HOUR), identify("b", { n: 11 }, T - HOUR), identify("c", { n: "1" }, T - HOUR), seen("d")],
+    definition: trait("n", { type: "LessThanOrEqual", value: 10 }),
+    members: ["a"],
+  },
+  {
     name: "Trait dot path into nested objects",
     events: (T) => [identify("a", { address: { city: "Paris" } }, T - HOUR), identify("b", { address: "Paris" }, T - HOUR)],
     definition: trait("address.city", { type: "Equals", value: "Paris" }),

@@ -568,7 +568,9 @@ function valueOperator(c: DefinitionContext, path: string, type: Exclude<Segment
     case "NotExists":
       return { type };
     case "GreaterThanOrEqual":
-    case "LessThan": {
+    case "GreaterThan":
+    case "LessThan":
+    case "LessThanOrEqual": {
       // Thresholds at the path's own numbers (so ≥ / < hit equality) most of the time.
       const own = (SCALARS[path] ?? []).filter((v): v is number => typeof v === "number");
       return { type, value: own.length > 0 && rng.chance(0.7) ? rng.pick(own) : rng.pick(NUMBERS) };
@@ -584,7 +586,18 @@ function valueOperator(c: DefinitionContext, path: string, type: Exclude<Segment
   }
 }
 
-const VALUE_OPS = ["Equals", "NotEquals", "Exists", "NotExists", "GreaterThanOrEqual", "LessThan", "Within", "AbsoluteTimestamp"] as const;
+const VALUE_OPS = [
+  "Equals",
+  "NotEquals",
+  "Exists",
+  "NotExists",
+  "GreaterThanOrEqual",
+  "GreaterThan",
+  "LessThan",
+  "LessThanOrEqual",
+  "Within",
+  "AbsoluteTimestamp",
+] as const;
 const DATE_TRAIT_PATHS = ["signup", "seen", "acct.since"];
 
 export function traitOperator(c: DefinitionContext, path: string, type?: SegmentOperator["type"]): SegmentOperator {
@@ -608,7 +621,9 @@ function traitPath(c: DefinitionContext, opType: SegmentOperator["type"]): strin
     case "AbsoluteTimestamp":
       return rng.pick(DATE_TRAIT_PATHS);
     case "GreaterThanOrEqual":
+    case "GreaterThan":
     case "LessThan":
+    case "LessThanOrEqual":
       return rng.pick(NUMERIC_TRAIT_PATHS);
     case "Equals":
     case "NotEquals":
@@ -627,7 +642,9 @@ function propertyPath(c: DefinitionContext, opType: PropertyCondition["operator"
     case "AbsoluteTimestamp":
       return "at";
     case "GreaterThanOrEqual":
+    case "GreaterThan":
     case "LessThan":
+    case "LessThanOrEqual":
       return "price";
     case "Equals":
     case "NotEquals":

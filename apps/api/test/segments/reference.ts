@@ -114,6 +114,10 @@ function valueOperatorHolds(op: SegmentOperator, v: Value, now: number): boolean
       return typeof v === "number" && v >= op.value;
     case "LessThan":
       return typeof v === "number" && v < op.value;
+    case "GreaterThan":
+      return typeof v === "number" && v > op.value;
+    case "LessThanOrEqual":
+      return typeof v === "number" && v <= op.value;
     case "Within": {
       const d = parseDate(v);
       return d !== null && now - op.windowSeconds * 1000 <= d && d <= now;

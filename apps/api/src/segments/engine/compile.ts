@@ -37,6 +37,8 @@ class Params {
 }
 
 const ms = "interval '1 millisecond'";
+/** The numeric operators and their SQL comparison (JSON numbers only: anything else is false). */
+const NUMBER_COMPARISONS = { GreaterThanOrEqual: ">=", GreaterThan: ">", LessThan: "<", LessThanOrEqual: "<=" } as const;
 const seconds = (p: Params, s: number) => `(${p.add(s, "float8")} * interval '1 second')`;
 const present = (v: string) => `(${v} IS NOT NULL AND jsonb_typeof(${v}) <> 'null')`;
 
@@ -60,8 +62,10 @@ function operator(
     case "NotExists":
       return { cond: `NOT ${present(v)}`, flips: [] };
     case "GreaterThanOrEqual":
-    case "LessThan": {
-      const cmp = op.type === "GreaterThanOrEqual" ? ">=" : "<";
+    case "GreaterThan":
+    case "LessThan":
+    case "LessThanOrEqual": {
+      const cmp = NUMBER_COMPARISONS[op.type];
       return {
         cond: `CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v} #>> '{}')::numeric ${cmp} ${p.add(op.value, "numeric")} ELSE false END`,
         flips: [],
