@@ -53,7 +53,13 @@ describe("broadcasts", () => {
     const body = { broadcastName: "pro-hook", segmentDefinition: plan("pro"), messageTemplateDefinition: webhook("a") };
     const res = await request(t.url, "POST", "/api/admin/broadcasts/execute", { headers: bearer(w.ws.adminKey), body });
     expect(res.status, res.text).toBe(202);
-    expect(res.body).toEqual({ broadcastId: expect.any(String), broadcastName: "pro-hook", status: "Queued" });
+    expect(res.body).toEqual({
+      broadcastId: expect.any(String),
+      broadcastName: "pro-hook",
+      status: "Queued",
+      repeat: false,
+      createdAt: expect.any(Number),
+    });
     const b = await broadcastEnd(w, res.body.broadcastId);
     expect(b).toMatchObject({
       status: "Completed",
@@ -76,6 +82,7 @@ describe("broadcasts", () => {
     const again = await request(t.url, "POST", "/api/admin/broadcasts/execute", { headers: bearer(w.ws.adminKey), body });
     expect(again.status).toBe(202);
     expect(again.body.broadcastId).toBe(res.body.broadcastId);
+    expect(again.body).toMatchObject({ repeat: true, createdAt: res.body.createdAt });
     const other = await request(t.url, "POST", "/api/admin/broadcasts/execute", {
       headers: bearer(w.ws.adminKey),
       body: { ...body, messageTemplateDefinition: webhook("b") },

@@ -61,7 +61,13 @@ describe("the interface spec's broadcast example (MobilePush through Expo)", () 
     };
     const res = await request(t.url, "POST", "/api/admin/broadcasts/execute", { headers: bearer(w.ws.adminKey), body });
     expect(res.status, res.text).toBe(202);
-    expect(res.body).toEqual({ broadcastId: expect.any(String), broadcastName: "spring-sale", status: "Queued" });
+    expect(res.body).toEqual({
+      broadcastId: expect.any(String),
+      broadcastName: "spring-sale",
+      status: "Queued",
+      repeat: false,
+      createdAt: expect.any(Number),
+    });
     const id = res.body.broadcastId as string;
 
     const b = await broadcastEnd(w, id);
