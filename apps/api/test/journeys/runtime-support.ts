@@ -97,3 +97,22 @@ export const delaySeconds = (id: string, seconds: number, child: string): Journe
   variant: { type: "Second", seconds },
   child,
 });
+
+export const waitForSegment = (
+  id: string,
+  segmentId: string,
+  child: string,
+  timeoutChild: string,
+  timeoutSeconds = 3600,
+): JourneyBodyNode => ({
+  id,
+  type: "WaitForNode",
+  segmentChildren: [{ segmentId, child }],
+  timeoutSeconds,
+  timeoutChild,
+});
+
+/** A field of each run of a journey, by user. */
+export async function runsByUser(w: JourneyWorld, journeyId: string, field: string): Promise<Record<string, unknown>> {
+  return Object.fromEntries((await w.runs(journeyId)).map((r) => [r.userId, r[field]]));
+}

@@ -2,11 +2,11 @@
 // entries, every node, timers, versions, pause, exit segment, stats. docs/journeys.md.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../broadcasts/support.ts";
-import { identify, SECOND, TestClock, track } from "../segments/support.ts";
+import { holdEngine, identify, SECOND, TestClock, track } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { fullDraft } from "./fixtures.ts";
-import { definition, delaySeconds, type JourneyWorld, journeyWorld, message } from "./runtime-support.ts";
+import { definition, delaySeconds, type JourneyWorld, journeyWorld, message, runsByUser, waitForSegment } from "./runtime-support.ts";
 
 let t: TestApp;
 let receiver: Receiver;
@@ -77,18 +77,17 @@ describe("entries", () => {
     const seg = await w.manualSegment();
     // An evaluation under way: the engine's workspace lock held, a membership written, not yet
     // committed — begun before the journey runs, so it records no signal for it.
-    const evaluation = await t.ctx.db.pool.connect();
+    const evaluation = await holdEngine(t.ctx.db.pool, w.ws.id);
     try {
-      await evaluation.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [`segments:${w.ws.id}`]);
-      await evaluation.query("BEGIN");
-      await evaluation.query(
+      await evaluation.client.query("BEGIN");
+      await evaluation.client.query(
         "INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at) VALUES ($1, $2, 'wes', now())",
         [w.ws.id, seg],
       );
       const j = await w.journey({ status: "Running", definition: definition({ segment: seg }, [delaySeconds("wait", 60, "ExitNode")]) });
       await new Promise((r) => setTimeout(r, 500));
-      await evaluation.query("COMMIT");
-      await evaluation.query("SELECT pg_advisory_unlock_all()");
+      await evaluation.client.query("COMMIT");
+      await evaluation.release();
       const runs = await waitFor(
         () => w.runs(j.id),
         (rs) => rs.length === 1,
@@ -96,7 +95,7 @@ describe("entries", () => {
       );
       expect(runs.map((r) => r.userId)).toEqual(["wes"]);
     } finally {
-      evaluation.release();
+      await evaluation.release();
     }
   });
 
@@ -238,18 +237,16 @@ describe("branches", () => {
     await w.add(seg, ["gil", "hal"]);
     await w.settle();
     // The engine cannot apply anything while its workspace lock is held here.
-    const lock = await t.ctx.db.pool.connect();
+    const engine = await holdEngine(t.ctx.db.pool, w.ws.id);
     try {
-      await lock.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [`segments:${w.ws.id}`]);
       await w.send([identify("gil", { plan: "pro" }, clock.now)]);
       clock.advance(60 * SECOND);
       await t.ctx.journeys.settle(w.ws.id);
-      const runs = Object.fromEntries((await w.runs(j.id)).map((r) => [r.userId, r.nodeId]));
+      const runs = await runsByUser(w, j.id, "nodeId");
       expect(runs).toEqual({ gil: "yes", hal: "no" });
       expect(await w.members(pro)).toEqual([]);
     } finally {
-      await lock.query("SELECT pg_advisory_unlock_all()");
-      lock.release();
+      await engine.release();
     }
   });
 
@@ -260,13 +257,7 @@ describe("branches", () => {
     const j = await w.journey({
       status: "Running",
       definition: definition({ segment: seg }, [
-        {
-          id: "wait",
-          type: "WaitForNode",
-          segmentChildren: [{ segmentId: goal, child: "won" }],
-          timeoutSeconds: 3600,
-          timeoutChild: "lost",
-        },
+        waitForSegment("wait", goal, "won", "lost"),
         delaySeconds("won", 7200, "ExitNode"),
         delaySeconds("lost", 7200, "ExitNode"),
       ]),
@@ -381,16 +372,7 @@ describe("runs and lifecycle", () => {
     const goal = await w.manualSegment();
     const j = await w.journey({
       status: "Running",
-      definition: definition({ segment: seg }, [
-        {
-          id: "wait",
-          type: "WaitForNode",
-          segmentChildren: [{ segmentId: goal, child: "won" }],
-          timeoutSeconds: 3600,
-          timeoutChild: "ExitNode",
-        },
-        delaySeconds("won", 7200, "ExitNode"),
-      ]),
+      definition: definition({ segment: seg }, [waitForSegment("wait", goal, "won", "ExitNode"), delaySeconds("won", 7200, "ExitNode")]),
     });
     await w.add(seg, ["vic"]);
     await w.settle();
@@ -449,7 +431,7 @@ describe("runs and lifecycle", () => {
     await w.add(seg, ["quin", "ray"]);
     await w.settle();
     // Checked on entry.
-    expect(Object.fromEntries((await w.runs(j.id)).map((r) => [r.userId, r.status]))).toEqual({ quin: "Active", ray: "Converted" });
+    expect(await runsByUser(w, j.id, "status")).toEqual({ quin: "Active", ray: "Converted" });
     await w.add(bought, ["quin"]);
     await waitFor(
       () => w.runs(j.id),

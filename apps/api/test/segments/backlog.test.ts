@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { SegmentEngine } from "../../src/segments/engine/index.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
-import { identify, segmentWorld, single } from "./support.ts";
+import { holdEngine, identify, segmentWorld, single } from "./support.ts";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -28,19 +28,19 @@ it("drains a backlog in passes of at most the read bound, each user evaluated on
     onDrain: (rows, users) => passes.push([rows, users]),
   });
   // The app's own engine is held off while the backlog builds up (its workspace lock).
-  const lock = await t.ctx.db.pool.connect();
+  const held = await holdEngine(t.ctx.db.pool, w.ws.id);
+  let settled: Promise<void> | undefined;
   try {
-    await lock.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [`segments:${w.ws.id}`]);
     // 30 commits, one event each: 30 outbox rows, 3 users.
     for (let i = 0; i < 30; i++) await w.send([identify(`u${i % 3}`, { plan: i >= 27 ? "pro" : "free", n: i }, Date.now() + i)]);
-    const { rows } = await lock.query("SELECT count(*)::int AS n FROM segment_outbox WHERE workspace_id = $1", [w.ws.id]);
+    const { rows } = await held.client.query("SELECT count(*)::int AS n FROM segment_outbox WHERE workspace_id = $1", [w.ws.id]);
     expect(rows[0].n).toBe(30);
-    const settled = engine.settle(w.ws.id);
-    await lock.query("SELECT pg_advisory_unlock_all()");
-    await settled;
+    // Queued behind the held lock, so it drains before the app's engine can try.
+    settled = engine.settle(w.ws.id);
   } finally {
-    lock.release();
+    await held.release();
   }
+  await settled;
   expect(passes).toEqual([
     [10, 3],
     [10, 3],

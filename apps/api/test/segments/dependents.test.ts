@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
-import { identify, single, track } from "./support.ts";
+import { holdEngine, identify, single, track } from "./support.ts";
 
 let a: TestApp;
 let b: TestApp;
@@ -20,18 +20,16 @@ afterAll(async () => {
 
 /** Runs `fn` while the engine cannot drain the workspace's outbox; returns the rows left in it. */
 async function withEngineHeld(workspaceId: string, fn: () => Promise<void>): Promise<string[][]> {
-  const lock = await a.ctx.db.pool.connect();
+  const engine = await holdEngine(a.ctx.db.pool, workspaceId);
   try {
-    await lock.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [`segments:${workspaceId}`]);
-    await lock.query("DELETE FROM segment_outbox WHERE workspace_id = $1", [workspaceId]);
+    await engine.client.query("DELETE FROM segment_outbox WHERE workspace_id = $1", [workspaceId]);
     await fn();
-    const { rows } = await lock.query<{ keys: string[] }>("SELECT keys FROM segment_outbox WHERE workspace_id = $1 ORDER BY id", [
+    const { rows } = await engine.client.query<{ keys: string[] }>("SELECT keys FROM segment_outbox WHERE workspace_id = $1 ORDER BY id", [
       workspaceId,
     ]);
     return rows.map((r) => r.keys);
   } finally {
-    await lock.query("SELECT pg_advisory_unlock_all()");
-    lock.release();
+    await engine.release();
   }
 }
 

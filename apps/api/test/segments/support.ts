@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
 import type { SegmentDefinition, SegmentNode } from "@tidings/schema";
+import type pg from "pg";
 import type { TestApp, TestWorkspace } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
 
@@ -93,5 +94,24 @@ export async function segmentWorld(t: TestApp): Promise<SegmentWorld> {
     settle: () => t.ctx.segments.settle(ws.id),
     members: async (id) => [...(await page(id)).keys()].sort(),
     entered: page,
+  };
+}
+
+/**
+ * Holds the segment engine off a workspace: takes its refresh lock on a connection of its own (a
+ * refresh finding it taken returns at once). `release` lets go and returns the connection.
+ */
+export async function holdEngine(pool: pg.Pool, workspaceId: string) {
+  const client = await pool.connect();
+  await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [`segments:${workspaceId}`]);
+  return {
+    client,
+    async release() {
+      try {
+        await client.query("SELECT pg_advisory_unlock_all()");
+      } finally {
+        client.release();
+      }
+    },
   };
 }
