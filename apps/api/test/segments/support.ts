@@ -99,14 +99,18 @@ export async function segmentWorld(t: TestApp): Promise<SegmentWorld> {
 
 /**
  * Holds the segment engine off a workspace: takes its refresh lock on a connection of its own (a
- * refresh finding it taken returns at once). `release` lets go and returns the connection.
+ * refresh finding it taken returns at once). `release` lets go and returns the connection (once).
  */
 export async function holdEngine(pool: pg.Pool, workspaceId: string) {
   const client = await pool.connect();
   await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [`segments:${workspaceId}`]);
+  let released = false;
   return {
     client,
+    /** Idempotent: a test may let go early and again in its `finally`. */
     async release() {
+      if (released) return;
+      released = true;
       try {
         await client.query("SELECT pg_advisory_unlock_all()");
       } finally {
