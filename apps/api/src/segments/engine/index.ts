@@ -96,10 +96,35 @@ export class SegmentEngine {
    * go, wakes the workspace again if changes arrived meanwhile.
    */
   async refresh(workspaceId: string, wait = false): Promise<void> {
+    this.refreshing.set(workspaceId, (this.refreshing.get(workspaceId) ?? 0) + 1);
+    let ran: unknown;
+    try {
+      ran = await this.underLock(workspaceId, wait, async (client) => {
+        await this.recomputePending(client, workspaceId);
+        while (await this.drainOutbox(client, workspaceId)) {}
+        while (await this.fireTimers(client, workspaceId)) {}
+      });
+    } finally {
+      const left = this.refreshing.get(workspaceId)! - 1;
+      if (left === 0) this.refreshing.delete(workspaceId);
+      else this.refreshing.set(workspaceId, left);
+    }
+    if (!ran) return;
+    // Changes that arrived meanwhile (their notifications were skipped, or a refresh that found
+    // the lock taken returned) are ours to wake. Notifications from now on wake it themselves.
+    await this.wakeIfPending(workspaceId);
+  }
+
+  /**
+   * Runs `fn` holding the workspace's refresh lock (a session advisory lock, which PostgreSQL frees
+   * if the process dies), waiting for it or, without `wait`, not at all (null). A connection that
+   * could not unlock (the database went away) is dropped, not pooled: its session, and the lock
+   * with it, ends. `fn`'s own error, if any, is the one thrown.
+   */
+  private async underLock<T>(workspaceId: string, wait: boolean, fn: (db: pg.PoolClient) => Promise<T>): Promise<{ value: T } | null> {
     const lock = `segments:${workspaceId}`;
     const client = await this.options.pool.connect();
     let locked = false;
-    this.refreshing.set(workspaceId, (this.refreshing.get(workspaceId) ?? 0) + 1);
     try {
       if (wait) {
         await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [lock]);
@@ -108,13 +133,8 @@ export class SegmentEngine {
         const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", [lock]);
         locked = rows[0]!.ok;
       }
-      if (!locked) return;
-      await this.recomputePending(client, workspaceId);
-      while (await this.drainOutbox(client, workspaceId)) {}
-      while (await this.fireTimers(client, workspaceId)) {}
+      return locked ? { value: await fn(client) } : null;
     } finally {
-      // A connection that could not unlock (the database went away) is dropped, not pooled: its
-      // session, and the lock with it, ends. The refresh's own error, if any, is the one thrown.
       const unlockFailed = locked
         ? await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [lock]).then(
             () => undefined,
@@ -122,13 +142,7 @@ export class SegmentEngine {
           )
         : undefined;
       client.release(unlockFailed);
-      const left = this.refreshing.get(workspaceId)! - 1;
-      if (left === 0) this.refreshing.delete(workspaceId);
-      else this.refreshing.set(workspaceId, left);
     }
-    // Changes that arrived meanwhile (their notifications were skipped, or a refresh that found
-    // the lock taken returned) are ours to wake. Notifications from now on wake it themselves.
-    await this.wakeIfPending(workspaceId);
   }
 
   private async wakeIfPending(workspaceId: string) {
@@ -144,29 +158,10 @@ export class SegmentEngine {
    * every evaluation begun before has committed, and none begins until `fn` returns.
    */
   async exclusive<T>(workspaceId: string, fn: (db: pg.PoolClient) => Promise<T>): Promise<T> {
-    const lock = `segments:${workspaceId}`;
-    const client = await this.options.pool.connect();
-    let broken: Error | undefined;
-    let result: T;
-    try {
-      await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [lock]);
-      try {
-        result = await fn(client);
-      } finally {
-        await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [lock]).catch((err: Error) => {
-          broken = err;
-        });
-      }
-    } catch (err) {
-      broken ??= err as Error;
-      throw err;
-    } finally {
-      // A connection whose unlock failed is dropped, and its session's lock with it.
-      client.release(broken);
-    }
+    const { value } = (await this.underLock(workspaceId, true, fn))!;
     // Refreshes that found the lock taken returned: what they left is ours to wake.
     await this.wakeIfPending(workspaceId);
-    return result;
+    return value;
   }
 
   /** Applies everything pending at the engine's clock, waiting for a running refresh first (tests, CLI waits). */
