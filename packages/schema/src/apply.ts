@@ -58,7 +58,7 @@ export const ApplyResponseItem = z
       .array(z.object({ path: z.string(), message: z.string() }))
       .optional()
       .describe(
-        "What was written but will not work as is (a template's webhook `url` the send-time guard refuses), as the resource's own PUT answers it.",
+        "What was written but may not work as is (a template's webhook `url` the send-time guard refuses, or whose host name did not resolve), as the resource's own PUT answers it.",
       ),
   })
   .describe("What became (or, in a dry run, would become) of one resource.");

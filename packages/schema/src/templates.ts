@@ -87,7 +87,7 @@ export const MessageTemplateResource = z
       .array(TemplateWarning)
       .optional()
       .describe(
-        "Answered by PUT only, when something saved will not work as is: a webhook `url` the send-time guard refuses (loopback, private, link-local, … not in TIDINGS_WEBHOOK_ALLOWED_HOSTS).",
+        "Answered by PUT only, when something saved may not work as is: a webhook `url` the send-time guard refuses (an address, or a host name resolving to one, that is loopback, private, link-local, … and not in TIDINGS_WEBHOOK_ALLOWED_HOSTS), or whose host name did not resolve within a second (so it could not be checked). A host written with Liquid is checked only when rendered, at send.",
       ),
   })
   .openapi("MessageTemplate");

@@ -3,10 +3,10 @@ import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { AppContext } from "../http/context.ts";
 import { route } from "../http/route.ts";
+import { WebhookGuard } from "../messaging/channels/webhook-guard.ts";
 import { applyResources } from "./service.ts";
 
 export const applyRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
-  route(app, op["resources.apply"], ({ workspaceId, body }) =>
-    applyResources(ctx.db.prisma, workspaceId, body, { webhookAllowedHosts: ctx.config.webhookAllowedHosts }),
-  );
+  const webhookGuard = new WebhookGuard(ctx.config.webhookAllowedHosts);
+  route(app, op["resources.apply"], ({ workspaceId, body }) => applyResources(ctx.db.prisma, workspaceId, body, { webhookGuard }));
 };

@@ -1,9 +1,11 @@
 // Apply: several resources upserted in one transaction, each exactly as its own PUT route does it
 // (the same service functions), in dependency order; all or nothing, or rolled back (dry run).
+import pMap from "p-map";
 import type { ApplyKind, ApplyRequestBody, ApplyRequestItem, ApplyResponse, ApplyResponseItem } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Tx } from "../db/upsert.ts";
 import { ApiError } from "../http/errors.ts";
+import type { WebhookGuard } from "../messaging/channels/webhook-guard.ts";
 import { upsertJourney } from "../journeys/service.ts";
 import { upsertSegment } from "../segments/service.ts";
 import { upsertSubscriptionGroup } from "../subscription-groups/service.ts";
@@ -81,7 +83,7 @@ export async function applyResources(
   prisma: PrismaClient,
   workspaceId: string,
   body: ApplyRequestBody,
-  options: { webhookAllowedHosts?: readonly string[] } = {},
+  options: { webhookGuard?: WebhookGuard } = {},
 ): Promise<ApplyResponse> {
   for (const [index, item] of body.resources.entries()) {
     const named = item.resource.workspaceId;
@@ -109,18 +111,33 @@ export async function applyResources(
       const result = (row.createdAt ?? 0) >= before ? "created" : row.updatedAt >= before ? "updated" : "unchanged";
       // A dry run's new resource keyed by name has an id that will not be its id.
       const id = dryRun && result === "created" && item.resource.id === undefined ? {} : { id: row.id };
-      const warnings = item.kind === "Template" ? webhookWarnings(item.resource, options.webhookAllowedHosts ?? []) : [];
-      results[index] = { kind: item.kind, name: row.name, ...id, result, ...(warnings.length ? { warnings } : {}) };
+      results[index] = { kind: item.kind, name: row.name, ...id, result };
     }
     const response = { dryRun, resources: results };
     if (dryRun) throw new DryRunDone(response);
     return response;
   };
+  let response: ApplyResponse;
   try {
     // Generous limits: up to 500 resources, each with its checks, in one transaction.
-    return await prisma.$transaction(run, { maxWait: 10_000, timeout: 120_000 });
+    response = await prisma.$transaction(run, { maxWait: 10_000, timeout: 120_000 });
   } catch (err) {
-    if (err instanceof DryRunDone) return err.response;
-    throw err;
+    if (!(err instanceof DryRunDone)) throw err;
+    response = err.response;
   }
+  // Webhook URLs are checked as a template PUT checks them, after the transaction (host names are
+  // resolved, up to a second each), a few at a time (lookups share libuv's small thread pool).
+  const guard = options.webhookGuard;
+  if (guard) {
+    await pMap(
+      body.resources.entries(),
+      async ([index, item]) => {
+        if (item.kind !== "Template") return;
+        const warnings = await webhookWarnings(item.resource, { guard });
+        if (warnings.length) response.resources[index] = { ...response.resources[index]!, warnings };
+      },
+      { concurrency: 4 },
+    );
+  }
+  return response;
 }

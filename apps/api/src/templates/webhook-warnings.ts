@@ -1,37 +1,48 @@
-// A template whose webhook URL the send-time guard would refuse (loopback, private, link-local, …
-// unless allow-listed) is saved — a receiver may be set up later, or allow-listed — but the PUT
-// answers a warning, so the first failed delivery is not the first sign.
+// A template whose webhook URL the send-time guard would refuse (a loopback, private, link-local, …
+// address, or a name resolving to one, unless allow-listed) is saved — a receiver may be set up
+// later, or allow-listed — but the PUT answers a warning, so the first failed delivery is not the
+// first sign. The check is the sender's own guard (messaging/channels/webhook-guard.ts).
 import type { MessageTemplateDefinition, TemplateWarning } from "@tidings/schema";
-import { isIP } from "node:net";
-import { forbiddenAddressKind } from "../messaging/channels/webhook.ts";
+import type { WebhookGuard, WebhookResolver } from "../messaging/channels/webhook-guard.ts";
 
-function urlWarning(url: string, allowedHosts: readonly string[]): string | undefined {
+/** How long a PUT waits for a webhook host name to resolve before it warns that it could not. */
+export const WEBHOOK_LOOKUP_TIMEOUT_MS = 1000;
+
+export interface WebhookWarningOptions {
+  guard: WebhookGuard;
+  /** Defaults to the system resolver, as sends use. */
+  resolver?: WebhookResolver;
+  timeoutMs?: number;
+}
+
+async function urlWarning(url: string, options: WebhookWarningOptions): Promise<string | undefined> {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    return undefined; // Liquid in the scheme or host: known only when rendered.
+    return undefined; // Liquid in the scheme or host: the send checks the URL as rendered.
   }
   const host = parsed.hostname.toLowerCase();
   if (host.includes("{") || host.includes("%7b")) return undefined;
-  if (allowedHosts.some((h) => h.trim().toLowerCase() === host)) return undefined;
-  const ip = host.startsWith("[") ? host.slice(1, -1) : host;
-  const kind = isIP(ip) ? forbiddenAddressKind(ip) : host === "localhost" || host.endsWith(".localhost") ? "loopback" : undefined;
-  if (!kind) return undefined;
-  return `${parsed.host} is a ${kind} address: sends to it will fail (webhook target refused); add the host to TIDINGS_WEBHOOK_ALLOWED_HOSTS to allow it`;
+  const verdict = await options.guard.check(parsed, {
+    timeoutMs: options.timeoutMs ?? WEBHOOK_LOOKUP_TIMEOUT_MS,
+    ...(options.resolver ? { resolver: options.resolver } : {}),
+  });
+  if (!verdict) return undefined;
+  if ("refused" in verdict) return `sends to it will fail (webhook target refused): ${verdict.refused}`;
+  return `${verdict.unresolved}, so it was not checked against the webhook target guard (sends check it again and fail if it is refused)`;
 }
 
 /** Warnings for the webhook URLs of a template's definition and draft (paths `definition.url`, `draft.url`). */
-export function webhookWarnings(
+export async function webhookWarnings(
   template: { definition?: MessageTemplateDefinition | null; draft?: MessageTemplateDefinition | null },
-  allowedHosts: readonly string[],
-): TemplateWarning[] {
-  const warnings: TemplateWarning[] = [];
-  for (const field of ["definition", "draft"] as const) {
+  options: WebhookWarningOptions,
+): Promise<TemplateWarning[]> {
+  const checks = (["definition", "draft"] as const).map(async (field) => {
     const def = template[field];
-    if (def?.type !== "Webhook") continue;
-    const message = urlWarning(def.url, allowedHosts);
-    if (message) warnings.push({ path: `${field}.url`, message });
-  }
-  return warnings;
+    if (def?.type !== "Webhook") return undefined;
+    const message = await urlWarning(def.url, options);
+    return message ? { path: `${field}.url`, message } : undefined;
+  });
+  return (await Promise.all(checks)).filter((w): w is TemplateWarning => w !== undefined);
 }

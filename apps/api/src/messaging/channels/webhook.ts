@@ -1,28 +1,20 @@
 // The built-in Webhook channel: one HTTP request per message, signed per the Standard Webhooks
 // spec (https://www.standardwebhooks.com), sent through one shared keep-alive undici Agent.
 //
-// Server-side request forgery guard: a target that is, or resolves to, a loopback, private,
-// link-local, unspecified, shared (CGNAT), multicast or reserved address is refused unless its
-// host is allow-listed (TIDINGS_WEBHOOK_ALLOWED_HOSTS). Host names are checked inside the Agent's
+// Server-side request forgery guard (webhook-guard.ts): host names are checked inside the Agent's
 // DNS lookup, on the addresses the socket then connects to (no second resolution a rebinding DNS
 // server could answer differently); IP literals, which sockets never look up, before each request.
 // Redirects are followed here (never by undici), each hop checked again.
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
-import { lookup as dnsLookup } from "node:dns/promises";
-import { BlockList, isIP, type LookupFunction } from "node:net";
+import type { LookupFunction } from "node:net";
 import { Agent, type Dispatcher } from "undici";
 import type { WebhookConfig } from "@tidings/schema";
 import pMap from "p-map";
-import { normalizeHost } from "../../config.ts";
 import { isTransientStatus, parseRetryAfter } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome, WebhookRendered } from "./types.ts";
+import { type ResolvedAddress, systemResolver, WebhookGuard, type WebhookResolver } from "./webhook-guard.ts";
 
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
-/** Resolves a host name to every address it has (as `dns.lookup` with `all: true` does). */
-export type WebhookResolver = (hostname: string) => Promise<ResolvedAddress[]>;
+export { forbiddenAddressKind, type ResolvedAddress, type WebhookResolver } from "./webhook-guard.ts";
 
 export interface WebhookSenderOptions {
   /** Hosts that may be private/loopback/link-local (URL hostnames, exact match, any port). */
@@ -65,84 +57,11 @@ const DROPPED_HEADERS = new Set([
 const CREDENTIAL_HEADERS = ["authorization", "proxy-authorization", "cookie"];
 const SIGNATURE_HEADERS = new Set(["webhook-id", "webhook-timestamp", "webhook-signature"]);
 
-// ---------------------------------------------------------------------------------------------
-// Address classification
-
-const RANGES: [kind: string, subnets: [string, number, "ipv4" | "ipv6"][]][] = [
-  [
-    "unspecified",
-    [
-      ["0.0.0.0", 8, "ipv4"],
-      ["::", 128, "ipv6"],
-    ],
-  ],
-  [
-    "loopback",
-    [
-      ["127.0.0.0", 8, "ipv4"],
-      ["::1", 128, "ipv6"],
-    ],
-  ],
-  [
-    "private",
-    [
-      ["10.0.0.0", 8, "ipv4"],
-      ["172.16.0.0", 12, "ipv4"],
-      ["192.168.0.0", 16, "ipv4"],
-      ["fc00::", 7, "ipv6"],
-      ["fec0::", 10, "ipv6"],
-    ],
-  ],
-  [
-    "link-local",
-    [
-      ["169.254.0.0", 16, "ipv4"],
-      ["fe80::", 10, "ipv6"],
-    ],
-  ],
-  ["shared (CGNAT)", [["100.64.0.0", 10, "ipv4"]]],
-  [
-    "multicast",
-    [
-      ["224.0.0.0", 4, "ipv4"],
-      ["ff00::", 8, "ipv6"],
-    ],
-  ],
-  // 240/4 includes 255.255.255.255; ::/96 is the deprecated IPv4-compatible form (::127.0.0.1).
-  [
-    "reserved",
-    [
-      ["240.0.0.0", 4, "ipv4"],
-      ["::", 96, "ipv6"],
-    ],
-  ],
-];
-const BLOCK_LISTS: [string, BlockList][] = RANGES.map(([kind, subnets]) => {
-  const list = new BlockList();
-  // BlockList also matches IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) against IPv4 subnets.
-  for (const [net, prefix, type] of subnets) list.addSubnet(net, prefix, type);
-  return [kind, list];
-});
-
-/**
- * Why an IP address may not be a webhook target (`"loopback"`, `"private"`, …), or undefined when
- * it is a public address. IPv4-mapped IPv6 addresses count as the IPv4 address they carry.
- */
-export function forbiddenAddressKind(address: string): string | undefined {
-  const version = isIP(address);
-  if (version === 0) return "not an IP address";
-  const type = version === 4 ? "ipv4" : "ipv6";
-  for (const [kind, list] of BLOCK_LISTS) if (list.check(address, type)) return kind;
-  return undefined;
-}
-
 /** A target refused by the guard; a permanent failure. */
 export class WebhookTargetRefusedError extends Error {
   override name = "WebhookTargetRefusedError";
   readonly code = "ETIDINGS_WEBHOOK_REFUSED";
 }
-
-const allowHint = "; add the host to TIDINGS_WEBHOOK_ALLOWED_HOSTS to allow it";
 
 // ---------------------------------------------------------------------------------------------
 // Signing
@@ -186,7 +105,7 @@ const shown = (url: URL) => `${url.protocol}//${url.host}${url.pathname}`;
  * cache; `close()` releases them (in-flight requests finish first).
  */
 export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConfig> {
-  private readonly allowed: Set<string>;
+  private readonly guard: WebhookGuard;
   private readonly timeoutMs: number;
   private readonly maxRedirects: number;
   private readonly concurrency: number;
@@ -194,16 +113,15 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
   private readonly resolver: WebhookResolver;
   private readonly dnsCache = new Map<string, { expires: number; addresses: Promise<ResolvedAddress[]> }>();
   private readonly keys = new Map<string, KeyObject | Error>();
-  private readonly literalVerdicts = new Map<string, string | null>();
   private readonly agent: Agent;
 
   constructor(options: WebhookSenderOptions) {
-    this.allowed = new Set(options.allowedHosts.map((h) => normalizeHost(h.trim()) ?? h.trim().toLowerCase()));
+    this.guard = new WebhookGuard(options.allowedHosts);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     this.concurrency = Math.max(1, options.concurrency ?? 32);
     this.dnsCacheMs = options.dnsCacheMs ?? 10_000;
-    this.resolver = options.resolver ?? ((host) => dnsLookup(host, { all: true, verbatim: true }) as Promise<ResolvedAddress[]>);
+    this.resolver = options.resolver ?? systemResolver;
     this.agent = new Agent({
       connections: options.connectionsPerOrigin ?? 128,
       keepAliveTimeout: 4_000,
@@ -240,21 +158,6 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
     return key;
   }
 
-  /** Why the URL may not be requested (scheme, IP literal), or undefined; host names are checked at lookup. */
-  private refusal(url: URL): string | undefined {
-    if (url.protocol !== "http:" && url.protocol !== "https:") return `scheme ${url.protocol} is not http or https`;
-    const host = url.hostname;
-    if (this.allowed.has(host)) return undefined;
-    let verdict = this.literalVerdicts.get(host);
-    if (verdict === undefined) {
-      const ip = host.startsWith("[") ? host.slice(1, -1) : host;
-      verdict = isIP(ip) ? (forbiddenAddressKind(ip) ?? null) : null;
-      if (this.literalVerdicts.size >= 10_000) this.literalVerdicts.clear();
-      this.literalVerdicts.set(host, verdict);
-    }
-    return verdict === null ? undefined : `${host} is a ${verdict} address${allowHint}`;
-  }
-
   private resolve(hostname: string): Promise<ResolvedAddress[]> {
     const now = Date.now();
     const cached = this.dnsCache.get(hostname);
@@ -275,12 +178,8 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
     const cb = callback as (err: NodeJS.ErrnoException | null, address?: string | ResolvedAddress[], family?: number) => void;
     this.resolve(hostname).then(
       (all) => {
-        if (!this.allowed.has(hostname)) {
-          for (const { address } of all) {
-            const kind = forbiddenAddressKind(address);
-            if (kind) return cb(new WebhookTargetRefusedError(`${hostname} resolves to ${address}, a ${kind} address${allowHint}`));
-          }
-        }
+        const refused = this.guard.addressRefusal(hostname, all);
+        if (refused) return cb(new WebhookTargetRefusedError(refused));
         const family = options.family === 4 || options.family === 6 ? options.family : 0;
         const usable = family ? all.filter((a) => a.family === family) : all;
         if (usable.length === 0) {
@@ -323,7 +222,7 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
 
     for (let hop = 0; ; hop++) {
       const via = hop === 0 ? "" : `redirect to ${shown(url)} refused: `;
-      const refused = this.refusal(url);
+      const refused = this.guard.refusal(url);
       if (refused) return failed(`webhook target refused: ${via}${refused}`);
       if (key) headers["webhook-signature"] = signWebhook(key, message.deliveryId, timestamp, body ?? "");
       const remaining = deadline - Date.now();
