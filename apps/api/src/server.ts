@@ -41,10 +41,23 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
   const db = createDb(databaseUrl, config.dbPoolSize);
   const log = levelLog(config.logLevel);
   const jobs = createJobLayer({ connectionString: databaseUrl, role: config.role, concurrency: config.workerConcurrency, log });
-  const metrics = createMetrics(jobs, async () => {
-    const { rows } = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM broadcasts WHERE status IN ('Queued', 'Running')");
-    return rows[0]!.n;
-  });
+  const metrics = createMetrics(
+    jobs,
+    async () => {
+      const { rows } = await db.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM broadcasts WHERE status IN ('Queued', 'Running')",
+      );
+      return rows[0]!.n;
+    },
+    async () => {
+      // Each workspace's first waiting change by the primary key: no scan of a backlog.
+      const { rows } = await db.pool.query<{ age: number }>(
+        `SELECT coalesce(extract(epoch FROM clock_timestamp() - min(o.created_at)), 0)::float8 AS age FROM workspaces w
+         CROSS JOIN LATERAL (SELECT created_at FROM segment_outbox WHERE workspace_id = w.id ORDER BY id LIMIT 1) o`,
+      );
+      return rows[0]!.age;
+    },
+  );
   const ingestor = new Ingestor(db.pool, {
     // One commit at a time gathers the largest groups; measured fastest on small machines.
     maxConcurrentCommits: Math.min(config.ingestCommits, config.dbPoolSize - 1),
@@ -61,6 +74,7 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     pool: db.pool,
     jobs,
     clock,
+    lag: (s) => metrics.segmentLag.observe(s),
     onSignals: (workspaceId) => {
       void journeys?.wake(workspaceId).catch((err) => log("error", `journeys: could not enqueue an advance: ${(err as Error).message}`));
     },

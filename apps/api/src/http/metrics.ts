@@ -6,7 +6,11 @@ import client from "prom-client";
 import type { JobLayer } from "../jobs/index.ts";
 import { route } from "./route.ts";
 
-export function createMetrics(jobs: Pick<JobLayer, "queueStats">, broadcastsRunning: () => Promise<number> = async () => 0) {
+export function createMetrics(
+  jobs: Pick<JobLayer, "queueStats">,
+  broadcastsRunning: () => Promise<number> = async () => 0,
+  outboxOldestAge: () => Promise<number> = async () => 0,
+) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   registerEventLoopDelay(registry);
@@ -59,6 +63,20 @@ export function createMetrics(jobs: Pick<JobLayer, "queueStats">, broadcastsRunn
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
+  const segmentLag = new client.Histogram({
+    name: "tidings_segment_engine_lag_seconds",
+    help: "How long each change (an ingestion commit, an assignment…) waited for the segment engine: its commit to its segments being current",
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
+  new client.Gauge({
+    name: "tidings_segment_outbox_oldest_age_seconds",
+    help: "Seconds since the oldest change still waiting for the segment engine was committed; 0 when none",
+    registers: [registry],
+    async collect() {
+      this.set(await outboxOldestAge().catch(() => Number.NaN));
+    },
+  });
   new client.Gauge({
     name: "tidings_broadcasts_in_progress",
     help: "Broadcasts queued or running",
@@ -67,7 +85,18 @@ export function createMetrics(jobs: Pick<JobLayer, "queueStats">, broadcastsRunn
       this.set(await broadcastsRunning().catch(() => Number.NaN));
     },
   });
-  return { registry, requests, latency, eventsReceived, eventsStored, commitSeconds, deliveries, providerSeconds, journeyTimerLateness };
+  return {
+    registry,
+    requests,
+    latency,
+    eventsReceived,
+    eventsStored,
+    commitSeconds,
+    deliveries,
+    providerSeconds,
+    journeyTimerLateness,
+    segmentLag,
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

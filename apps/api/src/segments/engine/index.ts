@@ -49,6 +49,8 @@ export interface SegmentEngineOptions {
   outboxRead?: { batch: number; heavy: number };
   /** Observes each drained pass: the outbox rows it read and the users it evaluated. */
   onDrain?: (rows: number, users: number) => void;
+  /** Observes how long each drained change waited: from its commit to its segments being current (s). */
+  lag?: (seconds: number) => void;
   /** Called after an evaluation recorded enters of segments a journey uses (their users are in journey_signals). */
   onSignals?: (workspaceId: string) => void;
 }
@@ -269,15 +271,23 @@ export class SegmentEngine {
       const { signals } = await evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope);
       signalled += signals;
     });
-    const remove = () =>
-      db.query("DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [workspaceId, rows.map((r) => r.id)]);
-    if (this.handOffs.length === 0) await remove();
-    else {
-      await inTransaction(db, async () => {
-        for (const handOff of this.handOffs) signalled += await handOff(db, workspaceId, rows);
-        await remove();
-      });
-    }
+    // Each row's age as it goes: the change's segments are current now (the engine's lag).
+    const remove = async () =>
+      (
+        await db.query<{ age: number }>(
+          `DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])
+           RETURNING extract(epoch FROM clock_timestamp() - created_at)::float8 AS age`,
+          [workspaceId, rows.map((r) => r.id)],
+        )
+      ).rows;
+    const removed =
+      this.handOffs.length === 0
+        ? await remove()
+        : await inTransaction(db, async () => {
+            for (const handOff of this.handOffs) signalled += await handOff(db, workspaceId, rows);
+            return remove();
+          });
+    if (this.options.lag) for (const r of removed) this.options.lag(r.age);
     if (signalled > 0) this.options.onSignals?.(workspaceId);
     this.options.onDrain?.(rows.length, scope.length);
     return rows.length === limit;
