@@ -137,6 +137,20 @@ const EnvSchema = z.object({
     .max(3600)
     .default(30)
     .describe("A claimed delivery whose sender has not renewed its claim for this long (the worker died) is sent again (once, same id)."),
+  TIDINGS_EVENT_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .describe(
+      "Delete events whose time is more than this many days ago, and segment membership history as old; 0 (default): keep forever.",
+    ),
+  TIDINGS_DELIVERY_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .describe("Clear the rendered message of settled deliveries created more than this many days ago; 0 (default): keep forever."),
 });
 
 export interface Config {
@@ -178,6 +192,15 @@ export interface Config {
   workerConcurrency: number;
   /** Event-loop lag (ms) beyond which requests get 503 + Retry-After; 0: no guard. */
   maxEventLoopDelayMs: number;
+  /** Retention in days (src/retention); null: kept forever (the default). */
+  retention: RetentionPolicy;
+}
+
+export interface RetentionPolicy {
+  /** Events older than this (by event time) and segment membership history as old are deleted. */
+  eventDays: number | null;
+  /** Settled deliveries created longer ago than this lose their rendered message (the row stays). */
+  deliveryDays: number | null;
 }
 
 /** The configuration once the root and secret keys are known (environment, else credentials.json). */
@@ -227,5 +250,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryLeaseSeconds: e.TIDINGS_DELIVERY_LEASE_SECONDS,
     workerConcurrency: e.TIDINGS_WORKER_CONCURRENCY,
     maxEventLoopDelayMs: e.TIDINGS_MAX_EVENT_LOOP_DELAY_MS,
+    retention: {
+      eventDays: e.TIDINGS_EVENT_RETENTION_DAYS || null,
+      deliveryDays: e.TIDINGS_DELIVERY_RETENTION_DAYS || null,
+    },
   };
 }

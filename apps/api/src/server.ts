@@ -21,6 +21,7 @@ import { journeyDeliverySource } from "./journeys/delivery-source.ts";
 import { JourneyRuntime } from "./journeys/runtime/index.ts";
 import { renderEmail } from "./messaging/render-email.ts";
 import { SecretBox } from "./messaging/secrets.ts";
+import { Retention } from "./retention/index.ts";
 
 export interface Tidings {
   app: FastifyInstance;
@@ -35,6 +36,8 @@ export interface ContextOptions {
   clock?: () => number;
   /** When the segment engine treats a drained batch as heavy ingestion (tests force it). */
   segmentsHeavyIngestion?: { min: number; share: number };
+  /** Retention's rows per statement and slice length (tests make them small). */
+  retentionSlices?: { batchSize: number; sliceMs: number };
 }
 
 export function createContext(config: ResolvedConfig, databaseUrl: string, options: ContextOptions = {}): AppContext {
@@ -108,7 +111,27 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     lateness: (s) => metrics.journeyTimerLateness.observe(s),
   });
   journeys.register();
-  return { config, db, keys: new KeyStore(db.prisma, config.keyCacheSeconds), ingestor, jobs, segments, senders, sends, journeys, metrics };
+  const retention = new Retention({
+    pool: db.pool,
+    jobs,
+    policy: config.retention,
+    clock,
+    onPruned: (kind, rows) => metrics.retentionPruned.inc({ kind }, rows),
+    ...options.retentionSlices,
+  });
+  retention.register();
+  return {
+    config,
+    db,
+    keys: new KeyStore(db.prisma, config.keyCacheSeconds),
+    ingestor,
+    jobs,
+    segments,
+    senders,
+    sends,
+    journeys,
+    retention,
+    metrics,
 }
 
 /** Starts everything but the listener. */

@@ -6,6 +6,7 @@ import type { Ingestor } from "../ingest/ingestor.ts";
 import type { JobLayer } from "../jobs/index.ts";
 import type { JourneyRuntime } from "../journeys/runtime/index.ts";
 import type { SendJobs } from "../messaging/send-jobs.ts";
+import type { Retention } from "../retention/index.ts";
 import type { SegmentEngine } from "../segments/engine/index.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -24,5 +25,7 @@ export interface AppContext {
   sends: SendJobs;
   /** Runs journeys (docs/journeys.md). */
   journeys: JourneyRuntime;
+  /** Prunes what is older than the retention settings (src/retention). */
+  retention: Retention;
   metrics: Metrics;
 }

@@ -63,6 +63,12 @@ export function createMetrics(
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
+  const retentionPruned = new client.Counter({
+    name: "tidings_retention_pruned_total",
+    help: "Rows removed by retention: events, membership_changes (segment history), delivery_bodies (rendered messages cleared)",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+  });
   const segmentLag = new client.Histogram({
     name: "tidings_segment_engine_lag_seconds",
     help: "How long each change (an ingestion commit, an assignment…) waited for the segment engine: its commit to its segments being current",
@@ -96,6 +102,7 @@ export function createMetrics(
     providerSeconds,
     journeyTimerLateness,
     segmentLag,
+    retentionPruned,
   };
 }
 

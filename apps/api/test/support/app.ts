@@ -45,7 +45,7 @@ export async function createTestDatabase(): Promise<string> {
 }
 
 export async function createTestApp(overrides: Partial<ResolvedConfig> & ContextOptions = {}): Promise<TestApp> {
-  const { clock, segmentsHeavyIngestion, ...configOverrides } = overrides;
+  const { clock, segmentsHeavyIngestion, retentionSlices, ...configOverrides } = overrides;
   // A second app on another's database (`databaseUrl` given) stands for another replica.
   const databaseUrl = configOverrides.databaseUrl ?? (await createTestDatabase());
   const config: ResolvedConfig = {
@@ -60,6 +60,7 @@ export async function createTestApp(overrides: Partial<ResolvedConfig> & Context
   const ctx = createContext(config, databaseUrl, {
     ...(clock ? { clock } : {}),
     ...(segmentsHeavyIngestion ? { segmentsHeavyIngestion } : {}),
+    ...(retentionSlices ? { retentionSlices } : {}),
   });
   const app = await buildApp(ctx);
   await ctx.jobs.start();
