@@ -252,3 +252,95 @@ describe("query strings", () => {
     }
   });
 });
+
+describe("values PostgreSQL cannot store", () => {
+  // Found by the property tests (test/properties): each was a 500 from the database, and an
+  // unpaired surrogate in a name was stored altered (as U+FFFD).
+  const deep = (levels: number) => {
+    let v: unknown = "leaf";
+    for (let i = 0; i < levels; i++) v = { a: v };
+    return v;
+  };
+  const draft = (extra: Record<string, unknown>) => ({ nodes: [], edges: [], ...extra });
+  it.each([
+    ["a NUL in a segment name", "PUT", "/api/admin/segments", { name: "a\u0000b" }, "name", "contains a NUL character"],
+    [
+      "an unpaired surrogate in a segment name",
+      "PUT",
+      "/api/admin/segments",
+      { name: "a\ud800b" },
+      "name",
+      "contains an unpaired surrogate",
+    ],
+    [
+      "a NUL in a segment definition",
+      "PUT",
+      "/api/admin/segments",
+      { name: "s", definition: { entryNode: { type: "Trait", id: "t", path: "plan\u0000", operator: { type: "Exists" } } } },
+      "definition.entryNode.path",
+      "contains a NUL character",
+    ],
+    [
+      "a NUL in a template body",
+      "PUT",
+      "/api/admin/content/templates",
+      { name: "t", definition: { type: "Sms", body: "Hi\u0000" } },
+      "definition.body",
+      "contains a NUL character",
+    ],
+    [
+      "an unpaired surrogate in a journey draft's editor state",
+      "PUT",
+      "/api/admin/journeys",
+      { name: "j", draft: draft({ viewport: { label: "\udfff" } }) },
+      "draft.viewport.label",
+      "contains an unpaired surrogate",
+    ],
+    [
+      "a NUL in a key of a journey draft",
+      "PUT",
+      "/api/admin/journeys",
+      { name: "j", draft: draft({ "\u0000": {} }) },
+      "draft",
+      "contains a NUL character",
+    ],
+    [
+      "a journey draft nested 70 levels deep",
+      "PUT",
+      "/api/admin/journeys",
+      { name: "j", draft: draft({ deep: deep(70) }) },
+      expect.stringMatching(/^draft\.deep(\.a)+$/),
+      "nested too deeply",
+    ],
+    [
+      "a NUL in a subscription group name",
+      "PUT",
+      "/api/admin/subscription-groups",
+      { name: "g\u0000", channel: "Sms", type: "OptIn" },
+      "name",
+      "contains a NUL character",
+    ],
+    [
+      "a NUL in the userId a render looks up",
+      "POST",
+      "/api/admin/content/templates/render",
+      { definition: { type: "Sms", body: "Hi" }, userId: "u\u0000" },
+      "userId",
+      "contains a NUL character",
+    ],
+  ] as const)("%s → 400 naming the field, nothing stored", async (_what, method, path, body, issuePath, message) => {
+    const before = await storedNames();
+    const res = await request(t.url, method, path, { headers: bearer(t.workspace.adminKey), body });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.error.code).toBe("VALIDATION_FAILED");
+    expect(res.body.error.issues).toEqual([{ path: issuePath, message }]);
+    expect(await storedNames()).toEqual(before);
+  });
+
+  const storedNames = async () =>
+    (
+      await t.ctx.db.prisma.$queryRaw<{ name: string }[]>`
+        SELECT name FROM segments UNION ALL SELECT name FROM message_templates UNION ALL SELECT name FROM journeys
+        UNION ALL SELECT name FROM subscription_groups ORDER BY 1`
+    ).map((r) => r.name);
+});
