@@ -11,16 +11,34 @@ beforeAll(async () => {
   ws = await newWorkspace("tail");
 });
 
-/** Starts a tail and resolves once it is following (its "Waiting for …" note), with its result to come (wrapped: an async function would wait for a returned promise). */
-async function startTail(args: string[]): Promise<{ done: Promise<CliResult> }> {
+/**
+ * Starts a tail and resolves once it is following (its "Waiting for …" note), with its result to
+ * come (wrapped: an async function would wait for a returned promise). A tail still running after
+ * `killAfterMs` is killed (its status is then null).
+ */
+async function startTail(args: string[], w: Workspace = ws, killAfterMs = 90_000): Promise<{ done: Promise<CliResult> }> {
   let ready!: () => void;
   const following = new Promise<void>((resolve) => (ready = resolve));
+  let timer: NodeJS.Timeout | undefined;
   const done = runCli(args, {
-    env: ws.env,
-    onSpawn: (child) => child.stderr?.on("data", (d: Buffer) => d.toString().includes("Waiting for") && ready()),
-  });
+    env: w.env,
+    onSpawn: (child) => {
+      child.stderr?.on("data", (d: Buffer) => d.toString().includes("Waiting for") && ready());
+      timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+    },
+  }).finally(() => clearTimeout(timer));
   await Promise.race([following, done.then((r) => Promise.reject(new Error(`the tail ended early: ${r.stderr}`)))]);
   return { done };
+}
+
+/** Sends events in one batch request with the workspace's write key (as a Segment library would). */
+async function sendBatch(w: Workspace, batch: Record<string, unknown>[]) {
+  const res = await fetch(new URL("/v1/batch", w.host), {
+    method: "POST",
+    headers: { authorization: `Basic ${Buffer.from(`${w.writeKey}:`).toString("base64")}`, "content-type": "application/json" },
+    body: JSON.stringify({ batch }),
+  });
+  expect(res.ok, await res.text()).toBe(true);
 }
 
 describe("tidings deliveries tail", () => {
@@ -90,6 +108,9 @@ definition: { type: Sms, body: "Hello {{ user.firstName }}" }
     );
     expect(run.status, run.stderr).toBe(0);
     const res = await tail.done;
+    expect(res.status, res.stderr).toBe(0);
+    // --count 1: one delivery, though both may settle between two polls.
+    expect(res.stdout.trimEnd().split("\n")).toHaveLength(1);
     const first = JSON.parse(res.stdout.split("\n")[0]!) as { status: string; contact: string; rendered: { body: string } };
     expect(first).toMatchObject({
       status: "Sent",
@@ -111,5 +132,44 @@ describe("tidings events tail", () => {
     expect(res.stdout).toMatch(/^\S+ \S+ {2}identify {2}typo-user {2}\S+$/m);
     expect(res.stdout).toContain('    ! unknown field "trait" (did you mean "traits"?): stored, but nothing reads it\n');
     expect(res.stdout).toMatch(/^ {4}trait:\n {6}plan: pro$/m);
+  });
+
+  it("follows the order events are received in: an event timestamped a year ago (an import) shows", async () => {
+    // More than a page (500) of events with recent timestamps: the old event is not among the newest by time.
+    const busy = await newWorkspace("tail-import");
+    await sendBatch(
+      busy,
+      Array.from({ length: 600 }, (_, i) => ({ type: "track", userId: `u${i}`, event: "Recent" })),
+    );
+    const tail = await startTail(["events", "tail", "--count", "1", "--interval", "200", "--json"], busy, 30_000);
+    const yearAgo = Date.now() - 365 * 86_400_000;
+    const event = { type: "track", userId: "importer", event: "Old Order", timestamp: new Date(yearAgo).toISOString() };
+    const sent = await runCli(["events", "send", "--data", JSON.stringify(event)], { env: busy.env });
+    expect(sent.status, sent.stderr).toBe(0);
+    const res = await tail.done;
+    expect(res.status, res.stderr).toBe(0);
+    const lines = res.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(1);
+    const shown = JSON.parse(lines[0]!) as { event: string; timestamp: number; receivedAt: number };
+    expect(shown).toMatchObject({ event: "Old Order", timestamp: yearAgo });
+    expect(shown.receivedAt).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it("--count stops at that many although more arrived in one poll; events from before the start are not shown", async () => {
+    const before = await runCli(["events", "send", "--data", '{"type":"track","userId":"early","event":"Before Start"}'], { env: ws.env });
+    expect(before.status, before.stderr).toBe(0);
+    // One batch between two polls (a long interval): three events arrive at once.
+    const tail = await startTail(["events", "tail", "--count", "2", "--interval", "3000"]);
+    await sendBatch(
+      ws,
+      [1, 2, 3].map((n) => ({ type: "track", userId: "burst", event: `Burst ${n}`, messageId: `burst-${n}-${Date.now()}` })),
+    );
+    const res = await tail.done;
+    expect(res.status, res.stderr).toBe(0);
+    expect(res.stdout.match(/^\S+ \S+ {2}track {5}burst {2}"Burst \d"/gm)).toEqual([
+      expect.stringContaining('"Burst 1"'),
+      expect.stringContaining('"Burst 2"'),
+    ]);
+    expect(res.stdout).not.toContain("Before Start");
   });
 });

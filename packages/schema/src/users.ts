@@ -52,6 +52,13 @@ export type UserListResponse = z.infer<typeof UserListResponse>;
 export const EventListQuery = ListQuery.extend({
   userId: z.string().min(1).optional().describe("Only events of this user, including its linked identities."),
   event: z.string().min(1).optional().describe("Only track events with this name (or page/screen with this name)."),
+  order: z
+    .enum(["time", "received"])
+    .optional()
+    .describe(
+      "`time` (default): newest event time first. `received`: newest received first — the order events reach the server, so an imported event with an old timestamp is still among the newest (what a tail follows).",
+    ),
+  receivedSince: z.coerce.number().int().optional().describe("Only events received at or after this time (ms since epoch)."),
 });
 export type EventListQuery = z.infer<typeof EventListQuery>;
 

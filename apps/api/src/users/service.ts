@@ -168,7 +168,7 @@ export async function deleteUser(prisma: PrismaClient, workspaceId: string, user
   });
 }
 
-/** Events newest first (by event time), keyset-paginated. */
+/** Events newest first, by event time or (`order: "received"`) by receipt, keyset-paginated. */
 export async function listEvents(prisma: PrismaClient, workspaceId: string, query: EventListQuery) {
   refuseNul(query.userId, "querystring.userId");
   refuseNul(query.event, "querystring.event");
@@ -178,15 +178,17 @@ export async function listEvents(prisma: PrismaClient, workspaceId: string, quer
     where.identityId = { in: [profileId, ...identities] };
   }
   if (query.event) where.event = query.event;
+  if (query.receivedSince !== undefined) where.receivedAt = { gte: new Date(query.receivedSince) };
+  const key = query.order === "received" ? "receivedAt" : "eventTime";
   if (query.cursor) {
     const [time, messageId] = cursorPosition(query.cursor);
-    where.OR = [{ eventTime: { lt: time } }, { eventTime: time, messageId: { lt: messageId } }];
+    where.AND = { OR: [{ [key]: { lt: time } }, { [key]: time, messageId: { lt: messageId } }] };
   }
   const rows = await prisma.event.findMany({
     where,
-    orderBy: [{ eventTime: "desc" }, { messageId: "desc" }],
+    orderBy: [{ [key]: "desc" }, { messageId: "desc" }],
     take: query.limit + 1,
   });
-  const result = page(rows, query.limit, toEventRecord, (r) => [r.eventTime.getTime(), r.messageId]);
+  const result = page(rows, query.limit, toEventRecord, (r) => [r[key].getTime(), r.messageId]);
   return { ...result, events: result.items };
 }

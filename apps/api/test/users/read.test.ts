@@ -65,6 +65,27 @@ describe("GET /api/admin/events", () => {
     expect(await listEvents(t, { event: "Never Happened" })).toEqual([]);
   });
 
+  it("order=received lists newest received first (an old timestamp sent last is first), pages by receipt, receivedSince bounds it", async () => {
+    const w = await t.newWorkspace();
+    const send = async (messageId: string, timestamp: number) =>
+      expect204(
+        await ingest(t, "track", { userId: "importer", event: "E", messageId, timestamp: new Date(timestamp).toISOString() }, w.writeKey),
+      );
+    await send("recent", Date.now());
+    await new Promise((r) => setTimeout(r, 20));
+    const between = Date.now();
+    await new Promise((r) => setTimeout(r, 20));
+    await send("a-year-ago", Date.now() - 365 * 86_400_000);
+    const ids = (res: { body: { items: { messageId: string }[] } }) => res.body.items.map((e) => e.messageId);
+    expect(ids(await get("/api/admin/events", w))).toEqual(["recent", "a-year-ago"]);
+    expect(ids(await get("/api/admin/events?order=received", w))).toEqual(["a-year-ago", "recent"]);
+    const first = await get("/api/admin/events?order=received&limit=1", w);
+    expect(ids(first)).toEqual(["a-year-ago"]);
+    expect(ids(await get(`/api/admin/events?order=received&limit=1&cursor=${first.body.nextCursor}`, w))).toEqual(["recent"]);
+    expect(ids(await get(`/api/admin/events?order=received&receivedSince=${between}`, w))).toEqual(["a-year-ago"]);
+    expectError(await get("/api/admin/events?order=arrival", w), 400, "VALIDATION_FAILED");
+  });
+
   it("refuses invalid cursors with 400", async () => {
     const cursorOf = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
     // Well-formed but naming positions PostgreSQL cannot compare against (these used to 500).

@@ -15,8 +15,11 @@ interface TailOptions {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls `poll` until `count` items were printed (or forever); Ctrl-C stops it. */
-async function follow(ctx: Ctx, opts: TailOptions, what: string, poll: () => Promise<number>): Promise<void> {
+/**
+ * Polls `poll` until `count` items were printed (or forever); Ctrl-C stops it. `poll` prints at
+ * most `remaining` items and answers how many it printed.
+ */
+async function follow(ctx: Ctx, opts: TailOptions, what: string, poll: (remaining: number) => Promise<number>): Promise<void> {
   let stop = false;
   const onSignal = () => {
     stop = true;
@@ -27,7 +30,7 @@ async function follow(ctx: Ctx, opts: TailOptions, what: string, poll: () => Pro
   let printed = 0;
   try {
     while (!stop) {
-      printed += await poll();
+      printed += await poll(opts.count === undefined ? Number.POSITIVE_INFINITY : opts.count - printed);
       if (opts.count !== undefined && printed >= opts.count) return;
       await sleep(opts.interval);
     }
@@ -79,7 +82,7 @@ message (subject, text, body, url, …). --json prints one delivery per line (ND
         const seen = new Set(first.items.filter((d) => SETTLED.has(d.status)).map((d) => d.id));
         let since = first.items[0]?.createdAt;
         const pending = new Map<string, number>(first.items.filter((d) => !SETTLED.has(d.status)).map((d) => [d.id, d.createdAt]));
-        await follow(ctx, opts, "deliveries", async () => {
+        await follow(ctx, opts, "deliveries", async (remaining) => {
           // From the oldest delivery still pending (it may settle), else the newest one seen.
           const from = Math.min(since ?? Number.POSITIVE_INFINITY, ...pending.values());
           const items: DeliveryRecord[] = [];
@@ -93,6 +96,7 @@ message (subject, text, body, url, …). --json prints one delivery per line (ND
           } while (cursor);
           let printed = 0;
           for (const d of items.reverse()) {
+            if (printed >= remaining) break;
             since = Math.max(since ?? 0, d.createdAt);
             if (seen.has(d.id)) continue;
             if (!SETTLED.has(d.status)) {
@@ -136,6 +140,9 @@ function printEvent(ctx: Ctx, e: EventRecord): void {
   ctx.out.line(indented(shown));
 }
 
+/** How far back each poll looks again, for events received just before the newest seen but committed after it. */
+const EVENT_LOOKBACK_MS = 5_000;
+
 export function registerEventTail(group: Command): void {
   group
     .command("tail")
@@ -146,23 +153,51 @@ export function registerEventTail(group: Command): void {
     .addHelpText(
       "after",
       `
-Prints each event received after the command started: time, type, user, name, messageId, the
-payload as stored (without context), and a line for each top-level field its type does not know
-("trait" (did you mean "traits"?)): the server keeps such fields but nothing reads them. Polls the
-newest 500 events by event time; an event whose timestamp is older than those is not shown.
+Prints each event received after the command started, in the order the server received them
+(an imported event with an old timestamp shows too): time received, type, user, name, messageId,
+the payload as stored (without context), and a line for each top-level field its type does not
+know ("trait" (did you mean "traits"?)): the server keeps such fields but nothing reads them.
 --json prints one event per line (NDJSON) with its unknownFields.`,
     )
     .action(
       action(async (ctx, opts: TailOptions & { userId?: string }) => {
-        const list = () => ctx.api.call("events.list", { query: { limit: 500, ...(opts.userId ? { userId: opts.userId } : {}) } });
-        const seen = new Set((await list()).items.map((e) => e.messageId));
-        await follow(ctx, opts, "events", async () => {
-          const fresh = (await list()).items.filter((e) => !seen.has(e.messageId)).reverse();
-          for (const e of fresh) {
-            seen.add(e.messageId);
+        /** Every event received at or after `since`, oldest first. */
+        const receivedSince = async (since: number | undefined, limit = 500) => {
+          const items: EventRecord[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await ctx.api.call("events.list", {
+              query: {
+                order: "received",
+                limit,
+                cursor,
+                ...(since !== undefined ? { receivedSince: since } : {}),
+                ...(opts.userId ? { userId: opts.userId } : {}),
+              },
+            });
+            items.push(...page.items);
+            cursor = page.nextCursor ?? undefined;
+          } while (cursor && since !== undefined);
+          return items.reverse();
+        };
+        // What exists already is not new: following starts at the newest event received. Events
+        // received in the last few seconds before it are remembered, as each poll looks back that far.
+        let newest = (await receivedSince(undefined, 1))[0]?.receivedAt;
+        const seen = new Map<string, number>();
+        if (newest !== undefined) for (const e of await receivedSince(newest - EVENT_LOOKBACK_MS)) seen.set(e.messageId, e.receivedAt);
+        await follow(ctx, opts, "events", async (remaining) => {
+          const from = newest === undefined ? undefined : newest - EVENT_LOOKBACK_MS;
+          let printed = 0;
+          for (const e of await receivedSince(from ?? 0)) {
+            if (printed >= remaining) break;
+            newest = Math.max(newest ?? 0, e.receivedAt);
+            if (seen.has(e.messageId)) continue;
+            seen.set(e.messageId, e.receivedAt);
             printEvent(ctx, e);
+            printed++;
           }
-          return fresh.length;
+          for (const [id, at] of seen) if (newest !== undefined && at < newest - EVENT_LOOKBACK_MS) seen.delete(id);
+          return printed;
         });
       }),
     );

@@ -49,7 +49,7 @@ export const userContracts = [
     path: "/api/admin/events",
     auth: "admin",
     tags,
-    summary: "List events, newest first",
+    summary: "List events, newest first (by event time, or by receipt with order=received)",
     query: EventListQuery,
     success: { status: 200, description: "A page of events.", schema: EventListResponse },
     errors: adminErrors(),
