@@ -121,17 +121,29 @@ describe("a track event without `event`", () => {
 });
 
 describe("a webhook URL the send-time guard refuses", () => {
-  it("apply saves the template and warns on stderr; a public URL gets no warning", async () => {
+  it("apply saves the template and warns on stderr, for an IP literal and a name resolving to loopback; a public URL gets no warning", async () => {
     const dir = tempDir("newcomer-webhook");
     writeFileSync(
       path.join(dir, "hooks.yaml"),
-      "kind: Template\nname: Local hook\ndefinition: { type: Webhook, method: POST, url: 'http://127.0.0.1:8080/hook' }\n---\nkind: Template\nname: Public hook\ndefinition: { type: Webhook, method: POST, url: 'https://hooks.example.com/{{ user.id }}' }\n",
+      [
+        "kind: Template\nname: Local hook\ndefinition: { type: Webhook, method: POST, url: 'http://127.0.0.1:8080/hook' }\n",
+        "kind: Template\nname: Named local hook\ndefinition: { type: Webhook, method: POST, url: 'http://localhost:8080/{{ user.id }}' }\n",
+        "kind: Template\nname: Public hook\ndefinition: { type: Webhook, method: POST, url: 'https://192.0.2.1/{{ user.id }}' }\n",
+      ].join("---\n"),
     );
     const res = await runCli(["apply", "-f", dir], { env: ws.env });
     expect(res.status, res.stderr).toBe(0);
-    expect(res.stderr).toBe(
-      `warning: Template "Local hook" (${path.join(dir, "hooks.yaml")}#1) definition.url: 127.0.0.1:8080 is a loopback address: sends to it will fail (webhook target refused); add the host to TIDINGS_WEBHOOK_ALLOWED_HOSTS to allow it\n`,
-    );
+    const file = path.join(dir, "hooks.yaml");
+    const hint = "; add the host to TIDINGS_WEBHOOK_ALLOWED_HOSTS to allow it";
+    expect(res.stderr.split("\n")).toEqual([
+      `warning: Template "Local hook" (${file}#1) definition.url: sends to it will fail (webhook target refused): 127.0.0.1 is a loopback address${hint}`,
+      expect.stringMatching(
+        new RegExp(
+          `^warning: Template "Named local hook" \\(${file.replaceAll(/[.\\/]/g, "\\$&")}#2\\) definition\\.url: sends to it will fail \\(webhook target refused\\): localhost resolves to (127\\.0\\.0\\.1|::1), a loopback address; add the host`,
+        ),
+      ),
+      "",
+    ]);
   });
 
   it("PUT answers the warning in `warnings`", async () => {
@@ -141,7 +153,10 @@ describe("a webhook URL the send-time guard refuses", () => {
     });
     expect(status).toBe(200);
     expect(body.warnings).toEqual([
-      { path: "draft.url", message: expect.stringMatching(/^10\.1\.2\.3 is a private address: sends to it will fail/) },
+      {
+        path: "draft.url",
+        message: expect.stringMatching(/^sends to it will fail \(webhook target refused\): 10\.1\.2\.3 is a private address/),
+      },
     ]);
   });
 });
