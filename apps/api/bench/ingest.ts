@@ -9,7 +9,12 @@
 //     server with its workers running (TIDINGS_ROLE=all) and no segment defined, over the same
 //     of a TIDINGS_ROLE=api server on the same database (target ≥ 0.9 each: a commit nothing
 //     depends on adds no work);
-//  4. the server's peak RSS.
+//  4. wake-ups with two api processes: a segment on `plan` defined (so every identify commit
+//     writes an outbox row), identify load through the role=all and the role=api server at once
+//     (wrk -c16 each); the NOTIFYs the engine is sent are counted on a LISTEN connection.
+//     Ingestion notifies only when the workspace's outbox was empty (src/outbox), so they are far
+//     fewer than the commits: commits that notify are serialized by PostgreSQL;
+//  5. the server's peak RSS.
 // The server runs as its own process (node dist/main.js), like in production. Identify load comes
 // from `wrk -t1` when it is installed (apt-get install wrk; much lighter than a JS generator),
 // else from autocannon; batch load from autocannon with pre-built bodies. Load generator, server
@@ -131,9 +136,10 @@ async function identifyLoad(
   headers: Record<string, string>,
   dir: string,
   seconds = DURATION,
+  connections = IDENTIFY_CONNECTIONS,
 ): Promise<{ rps: number; p99: number; errors: number }> {
   if (hasWrk) {
-    const script = path.join(dir, "identify.lua");
+    const script = path.join(dir, `identify-${randomUUID().slice(0, 8)}.lua`);
     writeFileSync(
       script,
       [
@@ -147,7 +153,7 @@ async function identifyLoad(
         "end",
       ].join("\n"),
     );
-    const args = ["-t1", `-c${IDENTIFY_CONNECTIONS}`, `-d${seconds}s`, "--latency", "-s", script];
+    const args = ["-t1", `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script];
     for (const [k, v] of Object.entries(headers)) args.push("-H", `${k}: ${v}`);
     // Asynchronously: this process must keep draining the server's and PostgreSQL's output pipes.
     const { stdout: out } = await promisify(execFile)("wrk", [...args, `${url}/api/public/apps/identify`], { encoding: "utf8" });
@@ -164,7 +170,7 @@ async function identifyLoad(
   const r = await load({
     url,
     duration: seconds,
-    connections: IDENTIFY_CONNECTIONS,
+    connections,
     requests: [{ method: "POST", path: "/api/public/apps/identify", headers, setupRequest: (req) => ({ ...req, body: identify() }) }],
   });
   return { rps: r.requests.average, p99: r.latency.p99, errors: r.non2xx };
@@ -196,9 +202,9 @@ async function main() {
   const bare = spawn(process.execPath, ["--import", "tsx", path.join(here, "bare-fastify.ts")], { stdio: ["ignore", "pipe", "pipe"] });
   try {
     // With DATABASE_URL the default workspace's keys are printed once (never saved to a file).
-    const [, workspaceId, writeKey] = await waitForLine(
+    const [, workspaceId, writeKey, adminKey] = await waitForLine(
       server,
-      /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?listening on /,
+      /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /,
     );
     const creds = { workspaceId: workspaceId!, writeKey: writeKey! };
     // The same database with no background work: the workspace exists, so it prints no keys.
@@ -277,6 +283,28 @@ async function main() {
     const apiEventsPerSec = (apiBatchRun["2xx"] * BATCH) / DURATION;
     const bareEventsPerSec = await bareInsertLoop(url, creds.workspaceId, bodies.slice(0, Math.min(bodies.length, 4000)));
 
+    // 4. Wake-ups with two api processes and a segment every identify commit concerns.
+    const saved = await fetch(`${base}/api/admin/segments`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        name: "bench-pro",
+        definition: { entryNode: { type: "Trait", id: "pro", path: "plan", operator: { type: "Equals", value: "pro" } }, nodes: [] },
+      }),
+    });
+    if (!saved.ok) throw new Error(`segment: ${saved.status} ${await saved.text()}`);
+    const listener = new pg.Client({ connectionString: url });
+    await listener.connect();
+    let notifications = 0;
+    listener.on("notification", () => notifications++);
+    await listener.query("LISTEN tidings_segment_changes");
+    const [both1, both2] = await Promise.all([
+      identifyLoad(base, auth, dataDir, DURATION, 16),
+      identifyLoad(apiBase, auth, dataDir, DURATION, 16),
+    ]);
+    await listener.end();
+    const twoApi = { rps: both1.rps + both2.rps, commits: (both1.rps + both2.rps) * DURATION, p99: Math.max(both1.p99, both2.p99) };
+
     const rss = peakRssMb(server.pid!);
     await admin.end();
 
@@ -312,6 +340,9 @@ async function main() {
     );
     console.log(`          identify ${idCost.toFixed(2)} (target ≥ 0.90) ${idCost >= 0.9 ? "PASS" : "FAIL"}`);
     console.log(`          batch    ${batchCost.toFixed(2)} (target ≥ 0.90) ${batchCost >= 0.9 ? "PASS" : "FAIL"}`);
+    console.log(
+      `wake-ups: two api processes with a segment on plan: ${r(twoApi.rps)} identify req/s together (p99 ≤ ${twoApi.p99.toFixed(1)} ms); ${r(notifications)} NOTIFYs for ≈ ${r(twoApi.commits)} commits (${((100 * notifications) / twoApi.commits).toFixed(1)} %)`,
+    );
     console.log(`memory:   server peak RSS ${rss} MB`);
     if (stored < acked) throw new Error(`acknowledged ${acked} events but only ${stored} are stored`);
   } finally {

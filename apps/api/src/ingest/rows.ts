@@ -230,26 +230,42 @@ export const OUTBOX_COLUMNS = {
   track_ids: { type: "jsonb", json: (r) => q(r.trackIds) },
 } satisfies Columns<OutboxRow>;
 
-/** One outbox row per workspace the events touch, written in their commit. */
+/** Distinct key sets a commit writes as rows of their own, per workspace; the rest share one row. */
+const OUTBOX_KEY_SETS = 16;
+
+/**
+ * The commit's outbox rows: per workspace, one per distinct set of keys its events change (the
+ * identifies' traits, each track event's name, …), so that the engine evaluates a segment only
+ * for the users whose changes it depends on. Past OUTBOX_KEY_SETS sets, the rest share one row.
+ */
 export function outboxRows(events: WorkspaceEvent[]): OutboxRow[] {
-  const byWorkspace = new Map<string, { ids: Set<string>; keys: Set<string>; trackIds: string[] }>();
+  const rows = new Map<string, { workspaceId: string; ids: Set<string>; keys: Set<string>; trackIds: string[] }>();
+  const sets = new Map<string, number>();
   for (const { workspaceId, ev } of events) {
-    let o = byWorkspace.get(workspaceId);
-    if (!o) {
-      o = { ids: new Set(), keys: new Set(), trackIds: [] };
-      byWorkspace.set(workspaceId, o);
-    }
-    o.ids.add(ev.identityId);
-    if (ev.type === "track" && ev.event !== null) {
-      o.keys.add(outboxKey.event(ev.event));
-      o.trackIds.push(ev.messageId);
-    } else if (ev.type === "identify" && ev.traits) for (const k in ev.traits) o.keys.add(outboxKey.trait(k));
+    const keys = new Set<string>();
+    const ids = [ev.identityId];
+    if (ev.type === "track" && ev.event !== null) keys.add(outboxKey.event(ev.event));
+    else if (ev.type === "identify" && ev.traits) for (const k in ev.traits) keys.add(outboxKey.trait(k));
     const linked = ev.type === "alias" ? ev.previousId : ev.type === "identify" && ev.userId !== null ? ev.anonymousId : null;
     if (linked !== null) {
-      o.ids.add(linked);
-      if (ev.type === "alias" && ev.userId !== null) o.ids.add(ev.userId);
-      o.keys.add(outboxKey.any);
+      ids.push(linked);
+      if (ev.type === "alias" && ev.userId !== null) ids.push(ev.userId);
+      keys.add(outboxKey.any);
     }
+    let set = `${workspaceId} ${[...keys].sort().join(" ")}`;
+    if (!rows.has(set)) {
+      const n = sets.get(workspaceId) ?? 0;
+      if (n >= OUTBOX_KEY_SETS) set = `${workspaceId} (rest)`;
+      else sets.set(workspaceId, n + 1);
+    }
+    let o = rows.get(set);
+    if (!o) {
+      o = { workspaceId, ids: new Set(), keys: new Set(), trackIds: [] };
+      rows.set(set, o);
+    }
+    for (const id of ids) o.ids.add(id);
+    for (const k of keys) o.keys.add(k);
+    if (ev.type === "track" && ev.event !== null) o.trackIds.push(ev.messageId);
   }
-  return [...byWorkspace].map(([workspaceId, o]) => ({ workspaceId, ids: [...o.ids], keys: [...o.keys], trackIds: o.trackIds }));
+  return [...rows.values()].map((o) => ({ workspaceId: o.workspaceId, ids: [...o.ids], keys: [...o.keys], trackIds: o.trackIds }));
 }

@@ -114,11 +114,18 @@ const insertOutbox = (param: string) => `INSERT INTO segment_outbox (workspace_i
   RETURNING workspace_id`;
 
 /**
- * $1 outbox rows: appends those something depends on (src/outbox) and notifies (delivered only if
- * the transaction commits).
+ * Wakes the engine for the workspaces of `ob` (the rows just appended) whose outbox held nothing
+ * when the statement began: while rows are pending, the engine is awake or woken by the commit
+ * that found the outbox empty, and a refresh drains until it is empty (src/outbox). At most one
+ * NOTIFY per workspace per drain, however many commits: commits that notify are serialized by
+ * PostgreSQL. (The rows `ob` appends are not visible to this statement.)
  */
+const notifyIdle = (ob: string) => `SELECT pg_notify('${OUTBOX_CHANNEL}', w::text) FROM (SELECT DISTINCT workspace_id AS w FROM ${ob}) n
+  WHERE NOT EXISTS (SELECT 1 FROM segment_outbox p WHERE p.workspace_id = n.w)`;
+
+/** $1 outbox rows: appends those something depends on (src/outbox) and wakes the engine if it was idle. */
 export const INSERT_OUTBOX = `WITH ob AS (${insertOutbox("$1")})
-  SELECT pg_notify('${OUTBOX_CHANNEL}', workspace_id::text) FROM ob`;
+  ${notifyIdle("ob")}`;
 
 // ---------------------------------------------------------------------------------------
 // Identity links
@@ -165,7 +172,7 @@ uniform AS (${upsertProfilesFrom("p WHERE uniform", mergeUniformProfileTraitsOnC
 mixed AS (${upsertProfilesFrom("p WHERE NOT uniform", mergeTraitsOnConflict("profiles", "profile_id"))}
   RETURNING 1),
 ob AS (${insertOutbox("$3")}),
-notified AS (SELECT pg_notify('${OUTBOX_CHANNEL}', workspace_id::text) FROM ob)
+notified AS (${notifyIdle("ob")})
 SELECT (SELECT count(*) FROM notified) AS notified, tidings_require(
   NOT EXISTS (SELECT 1 FROM p JOIN profile_aliases a ON a.workspace_id = p.workspace_id AND a.alias_id = p.profile_id),
   'commit needs the transactional path'

@@ -3,6 +3,7 @@
 // wake-up); a definition saved through another server on the same database is honoured by this
 // one's very next commit. The engine is held off (its workspace lock) while the outbox is read.
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { OUTBOX_CHANNEL } from "../../src/outbox/index.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
 import { holdEngine, identify, single, track } from "./support.ts";
@@ -19,15 +20,16 @@ afterAll(async () => {
 });
 
 /** Runs `fn` while the engine cannot drain the workspace's outbox; returns the rows left in it. */
-async function withEngineHeld(workspaceId: string, fn: () => Promise<void>): Promise<string[][]> {
+async function withEngineHeld(workspaceId: string, fn: () => Promise<void>): Promise<{ keys: string[]; ids: string[] }[]> {
   const engine = await holdEngine(a.ctx.db.pool, workspaceId);
   try {
     await engine.client.query("DELETE FROM segment_outbox WHERE workspace_id = $1", [workspaceId]);
     await fn();
-    const { rows } = await engine.client.query<{ keys: string[] }>("SELECT keys FROM segment_outbox WHERE workspace_id = $1 ORDER BY id", [
-      workspaceId,
-    ]);
-    return rows.map((r) => r.keys);
+    const { rows } = await engine.client.query<{ keys: string[]; ids: string[] }>(
+      "SELECT keys, ids FROM segment_outbox WHERE workspace_id = $1 ORDER BY id",
+      [workspaceId],
+    );
+    return rows;
   } finally {
     await engine.release();
   }
@@ -58,8 +60,63 @@ it("a segment saved through another server is honoured by this server's next com
     await send(a, ws.writeKey, [track({ userId: "cy" }, "Browsed", Date.now())]);
     await send(a, ws.writeKey, [track({ userId: "cy" }, "Bought", Date.now())]);
   });
-  expect(left).toEqual([["e:Bought"]]);
+  expect(left.map((r) => r.keys)).toEqual([["e:Bought"]]);
   await a.ctx.segments.settle(ws.id);
   const members = await request(a.url, "GET", `/api/admin/segments/${saved.body.id}/users`, { headers: bearer(ws.adminKey) });
   expect(members.body.items.map((u: { userId: string }) => u.userId)).toEqual(["cy"]);
+});
+
+it("a commit's changes are recorded apart by what they change, so a segment is asked only about the users it depends on", async () => {
+  const ws = await a.newWorkspace();
+  for (const [name, definition] of [
+    ["buyers", single({ type: "Performed", event: "Bought" } as never)],
+    ["pro", single({ type: "Trait", path: "plan", operator: { type: "Equals", value: "pro" } } as never)],
+  ] as const) {
+    const saved = await request(a.url, "PUT", "/api/admin/segments", { headers: bearer(ws.adminKey), body: { name, definition } });
+    expect(saved.status, saved.text).toBe(200);
+  }
+  const left = await withEngineHeld(ws.id, async () => {
+    await send(a, ws.writeKey, [
+      identify("ann", { plan: "pro" }, Date.now()),
+      track({ userId: "bob" }, "Bought", Date.now()),
+      track({ userId: "cy" }, "Bought", Date.now()),
+      track({ userId: "dee" }, "Browsed", Date.now()),
+    ]);
+  });
+  // One row per set of keys something depends on: nothing depends on Browsed.
+  expect(left.map((r) => ({ keys: r.keys, ids: [...r.ids].sort() })).sort((x, y) => x.keys[0]!.localeCompare(y.keys[0]!))).toEqual([
+    { keys: ["e:Bought"], ids: ["bob", "cy"] },
+    { keys: ["t:plan"], ids: ["ann"] },
+  ]);
+  await a.ctx.segments.settle(ws.id);
+});
+
+it("ingestion wakes the engine once while its outbox holds rows, not at every commit", async () => {
+  const ws = await a.newWorkspace();
+  const saved = await request(a.url, "PUT", "/api/admin/segments", {
+    headers: bearer(ws.adminKey),
+    body: { name: "buyers", definition: single({ type: "Performed", event: "Bought" } as never) },
+  });
+  expect(saved.status, saved.text).toBe(200);
+  await a.ctx.segments.settle(ws.id);
+  const listener = await a.ctx.db.pool.connect();
+  const woken: string[] = [];
+  listener.on("notification", (n) => {
+    if (n.payload === ws.id) woken.push(n.payload);
+  });
+  try {
+    await listener.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    const left = await withEngineHeld(ws.id, async () => {
+      for (const user of ["ann", "bob", "cy"]) await send(a, ws.writeKey, [track({ userId: user }, "Bought", Date.now())]);
+      // Notifications are delivered after their commit; give the last one time to arrive.
+      await new Promise((r) => setTimeout(r, 200));
+    });
+    expect(left).toHaveLength(3);
+    // The first commit found the outbox empty; the two after it found its row waiting.
+    expect(woken).toHaveLength(1);
+  } finally {
+    await listener.query(`UNLISTEN ${OUTBOX_CHANNEL}`);
+    listener.release();
+  }
+  await a.ctx.segments.settle(ws.id);
 });

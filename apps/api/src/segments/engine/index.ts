@@ -8,6 +8,7 @@
 // on the outbox's NOTIFY; a job every second wakes it for timers, recomputes and anything a
 // missed notification left behind.
 import { manualSegmentDefinition, type SegmentDefinition } from "@tidings/schema";
+import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import { OUTBOX_CHANNEL, type OutboxHandOff, type OutboxRow, outboxKey } from "../../outbox/index.ts";
 import { inTransaction } from "../../db/transaction.ts";
@@ -22,6 +23,8 @@ const TICK = "segments.tick";
 const OUTBOX_READ = { batch: 500, heavy: 2000 };
 /** Connections evaluating a drained batch's segments at once. */
 const LANES = 2;
+/** How long after a refresh that drained rows the outbox is looked at again (see REFRESH). */
+const RECHECK_MS = 100;
 /** Timers re-evaluated per transaction. */
 const TIMER_BATCH = 5000;
 
@@ -67,7 +70,13 @@ export class SegmentEngine {
   register() {
     const { jobs } = this.options;
     jobs.register(REFRESH, async (payload: { workspaceId: string }) => {
-      await this.refresh(payload.workspaceId);
+      if (!(await this.refresh(payload.workspaceId))) return;
+      // Ingestion wakes the engine only when the outbox was empty (src/outbox): a commit that saw
+      // the last rows of this refresh before it deleted them did not notify, and may commit just
+      // after the check at the end of the refresh. Look once more when it has (the 1 s tick is
+      // the backstop).
+      await sleep(RECHECK_MS);
+      await this.wakeIfPending(payload.workspaceId);
     });
     jobs.register(TICK, async () => {
       for (const workspaceId of await this.workspacesWithWork()) await this.wake(workspaceId);
@@ -95,26 +104,33 @@ export class SegmentEngine {
    * Applies everything pending for the workspace now: recomputes, the outbox, due timers. Only
    * one refresh of a workspace runs at a time (a session advisory lock, which PostgreSQL frees if
    * the process dies); a refresh finding it taken returns at once, and the holder, once it lets
-   * go, wakes the workspace again if changes arrived meanwhile.
+   * go, wakes the workspace again if changes arrived meanwhile. True when it drained outbox rows.
    */
-  async refresh(workspaceId: string, wait = false): Promise<void> {
+  async refresh(workspaceId: string, wait = false): Promise<boolean> {
     this.refreshing.set(workspaceId, (this.refreshing.get(workspaceId) ?? 0) + 1);
-    let ran: unknown;
+    let ran: { value: boolean } | null;
     try {
       ran = await this.underLock(workspaceId, wait, async (client) => {
         await this.recomputePending(client, workspaceId);
-        while (await this.drainOutbox(client, workspaceId)) {}
+        let drained = false;
+        for (let more = true; more; ) {
+          const rows = await this.drainOutbox(client, workspaceId);
+          drained ||= rows.read > 0;
+          more = rows.full;
+        }
         while (await this.fireTimers(client, workspaceId)) {}
+        return drained;
       });
     } finally {
       const left = this.refreshing.get(workspaceId)! - 1;
       if (left === 0) this.refreshing.delete(workspaceId);
       else this.refreshing.set(workspaceId, left);
     }
-    if (!ran) return;
+    if (!ran) return false;
     // Changes that arrived meanwhile (their notifications were skipped, or a refresh that found
     // the lock taken returned) are ours to wake. Notifications from now on wake it themselves.
     await this.wakeIfPending(workspaceId);
+    return ran.value;
   }
 
   /**
@@ -167,8 +183,8 @@ export class SegmentEngine {
   }
 
   /** Applies everything pending at the engine's clock, waiting for a running refresh first (tests, CLI waits). */
-  settle(workspaceId: string) {
-    return this.refresh(workspaceId, true);
+  async settle(workspaceId: string) {
+    await this.refresh(workspaceId, true);
   }
 
   /** Recomputes every segment of the workspace from scratch. */
@@ -233,12 +249,13 @@ export class SegmentEngine {
   }
 
   /**
-   * Applies one batch of outbox rows; false when the outbox is empty. Each affected segment's
+   * Applies one batch of outbox rows: how many it read, and whether it read a full batch (more
+   * may wait). Each affected segment's
    * evaluation is its own statement, committed at once (a change is visible without waiting for
    * the other segments); the rows are deleted after all of them, so a crash in between only
    * repeats evaluations, which are idempotent.
    */
-  private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
+  private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<{ read: number; full: boolean }> {
     const read = (limit: string) =>
       db.query<OutboxRow>(
         `SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids FROM segment_outbox WHERE workspace_id = $1 ORDER BY id ${limit}`,
@@ -247,10 +264,10 @@ export class SegmentEngine {
     const bound = this.options.outboxRead ?? OUTBOX_READ;
     let limit = bound.batch;
     let { rows } = await read(`LIMIT ${limit}`);
-    if (rows.length === 0) return false;
-    const scopeOf = (batch: typeof rows) => this.resolveScope(db, workspaceId, [...new Set(batch.flatMap((r) => r.ids))]);
+    if (rows.length === 0) return { read: 0, full: false };
+    const scopeOf = (batch: typeof rows) => this.resolveScope(db, workspaceId, batch);
     let scope = await scopeOf(rows);
-    const saturated = await this.heavyIngestion(db, workspaceId, scope.length);
+    const saturated = await this.heavyIngestion(db, workspaceId, scope.users);
     if (saturated) {
       // Heavy ingestion: the next batches would touch the same users again. One pass over many
       // waiting rows (each user evaluated once, whatever its number of events) costs about what
@@ -262,13 +279,18 @@ export class SegmentEngine {
     const keys = [...new Set(rows.flatMap((r) => r.keys))];
     const affected = keys.includes(outboxKey.any)
       ? await this.segments(db, workspaceId)
-      : await this.segments(db, workspaceId, "(depends_on && $2::text[] OR '*' = ANY(depends_on))", [keys]);
+      : await this.segments(
+          db,
+          workspaceId,
+          "(depends_on && $2::text[] OR '*' = ANY(depends_on) OR coalesce(cardinality(depends_on), 0) = 0)",
+          [keys],
+        );
     const groups = await this.groupTypes(db, workspaceId);
     // A pass over most of a workspace runs one segment at a time: two side by side would take
     // every core from ingestion.
     let signalled = 0;
     await this.inLanes(db, saturated ? 1 : LANES, affected, async (lane, s) => {
-      const { signals } = await evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope);
+      const { signals } = await evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope.of(s));
       signalled += signals;
     });
     // Each row's age as it goes: the change's segments are current now (the engine's lag).
@@ -289,8 +311,8 @@ export class SegmentEngine {
           });
     if (this.options.lag) for (const r of removed) this.options.lag(r.age);
     if (signalled > 0) this.options.onSignals?.(workspaceId);
-    this.options.onDrain?.(rows.length, scope.length);
-    return rows.length === limit;
+    this.options.onDrain?.(rows.length, scope.users);
+    return { read: rows.length, full: rows.length === limit };
   }
 
   /**
@@ -333,14 +355,40 @@ export class SegmentEngine {
     return ids >= share * rows[0]!.n;
   }
 
-  /** The ids as sent and the profiles they belong to now (a linked id's old memberships leave). */
-  private async resolveScope(db: pg.PoolClient, workspaceId: string, ids: string[]): Promise<string[]> {
-    const { rows } = await db.query<{ id: string }>(
-      `SELECT DISTINCT coalesce(a.profile_id, x) AS id FROM unnest($2::text[]) x
-       LEFT JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x`,
+  /**
+   * What a drained batch asks each segment to evaluate: the ids of the rows whose keys the
+   * segment depends on (every row's for a segment that depends on anything, `*`; a row changing
+   * `*` is every segment's), as sent and the profiles they belong to now (a linked id's old
+   * memberships leave). `users` counts them over all rows.
+   */
+  private async resolveScope(db: pg.PoolClient, workspaceId: string, batch: OutboxRow[]) {
+    const ids = [...new Set(batch.flatMap((r) => r.ids))];
+    const { rows } = await db.query<{ x: string; id: string }>(
+      `SELECT x, a.profile_id AS id FROM unnest($2::text[]) x
+       JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x AND a.profile_id <> x`,
       [workspaceId, ids],
     );
-    return [...new Set([...ids, ...rows.map((r) => r.id)])];
+    const profileOf = new Map(rows.map((r) => [r.x, r.id]));
+    const idsOf = (rs: OutboxRow[]) => {
+      const out = new Set<string>();
+      for (const r of rs) {
+        for (const x of r.ids) {
+          out.add(x);
+          const p = profileOf.get(x);
+          if (p !== undefined) out.add(p);
+        }
+      }
+      return [...out];
+    };
+    const all = idsOf(batch);
+    return {
+      users: all.length,
+      of: (s: StoredSegment): string[] => {
+        const deps = s.depends_on ?? [];
+        if (deps.length === 0 || deps.includes(outboxKey.any)) return all;
+        return idsOf(batch.filter((r) => r.keys.some((k) => k === outboxKey.any || deps.includes(k))));
+      },
+    };
   }
 
   /** Re-evaluates one batch of due timers; false when none is due. */
