@@ -1,8 +1,9 @@
 // Issue 21 ("a newcomer's first hour"), items 4 and 7, through the built binary against the
 // running server: template variables that resolved to nothing are named, unknown fields suggest
 // the closest known one, a track event without `event` says so.
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { newWorkspace, runCli, tempDir, type Workspace } from "./support/cli.js";
 
@@ -158,5 +159,66 @@ describe("a webhook URL the send-time guard refuses", () => {
         message: expect.stringMatching(/^sends to it will fail \(webhook target refused\): 10\.1\.2\.3 is a private address/),
       },
     ]);
+  });
+});
+
+describe("the journey draft format (docs/journeys.md)", () => {
+  it("the documented draft example, applied as it stands (ids filled in), compiles to what the doc says", async () => {
+    const doc = readFileSync(fileURLToPath(new URL("../../../docs/journeys.md", import.meta.url)), "utf8");
+    const example = [...doc.matchAll(/^```json\n([\s\S]*?)^```$/gm)].map((m) => m[1]!).find((b) => b.includes('"edges"'));
+    expect(example, "docs/journeys.md has a draft example").toBeDefined();
+    const dir = tempDir("newcomer-draft");
+    writeFileSync(
+      path.join(dir, "deps.yaml"),
+      "kind: Segment\nname: VIP\ndefinition: { entryNode: { type: Trait, id: v, path: vip, operator: { type: Exists } } }\n---\nkind: Template\nname: Welcome mail\ndefinition: { type: Email, from: hi@acme.test, subject: Hi, body: '<p>Hi</p>' }\n",
+    );
+    expect((await runCli(["apply", "-f", dir], { env: ws.env })).status).toBe(0);
+    const idOf = async (kind: string, name: string) =>
+      (JSON.parse((await runCli([kind, "get", name, "--json"], { env: ws.env })).stdout) as { id: string }).id;
+    const draft = JSON.parse(
+      example!
+        .replaceAll("<segment id>", await idOf("segments", "VIP"))
+        .replaceAll("<template id>", await idOf("templates", "Welcome mail")),
+    ) as unknown;
+    writeFileSync(path.join(dir, "journey.json"), JSON.stringify({ kind: "Journey", name: "Documented draft", draft }));
+    const applied = await runCli(["apply", "-f", path.join(dir, "journey.json")], { env: ws.env });
+    expect(applied.status, applied.stderr).toBe(0);
+    const journey = JSON.parse((await runCli(["journeys", "get", "Documented draft", "--json"], { env: ws.env })).stdout) as {
+      definition: { nodes: { id: string; type: string; child?: string; trueChild?: string; falseChild?: string }[] };
+    };
+    // "It compiles to delay-1 → split-1 (true: msg-1, false: ExitNode), msg-1 → ExitNode."
+    expect(journey.definition.nodes).toEqual([
+      expect.objectContaining({ id: "delay-1", type: "DelayNode", child: "split-1" }),
+      expect.objectContaining({ id: "split-1", type: "SegmentSplitNode", trueChild: "msg-1", falseChild: "ExitNode" }),
+      expect.objectContaining({ id: "msg-1", type: "MessageNode", child: "ExitNode" }),
+    ]);
+  });
+});
+
+describe("no key on the terminal", () => {
+  it("the commands of issue 21 never print the API key or the write key, on success or on a 401", async () => {
+    const dir = tempDir("newcomer-keys");
+    writeFileSync(path.join(dir, "t.yaml"), "kind: Template\nname: Key check\ndefinition: { type: Sms, body: 'Hi {{ user.nope }}' }\n");
+    const wrong = { ...ws.env, TIDINGS_API_KEY: `${ws.apiKey.slice(0, -4)}zzzz`, TIDINGS_WRITE_KEY: `${ws.writeKey.slice(0, -4)}zzzz` };
+    const runs: [string[], Record<string, string>][] = [];
+    for (const env of [ws.env, wrong]) {
+      runs.push(
+        [["apply", "-f", dir, "--dry-run"], env],
+        [["deliveries", "list"], env],
+        [["templates", "render", "Key check", "--user-id", "ada"], env],
+        [["events", "send", "--type", "track", "--user-id", "k", "--event", "E"], env],
+        [["events", "tail", "--count", "1", "--interval", "100"], env],
+        [["broadcasts", "get", "no-such-broadcast"], env],
+      );
+    }
+    const secrets = [ws.apiKey, ws.writeKey, wrong.TIDINGS_API_KEY, wrong.TIDINGS_WRITE_KEY];
+    for (const [args, env] of runs) {
+      // A tail that gets going is stopped after a moment: only what it printed matters.
+      const res = await runCli(args, { env, onSpawn: (child) => setTimeout(() => child.kill("SIGINT"), 5_000).unref() });
+      for (const secret of secrets) {
+        expect(res.stdout.includes(secret) || res.stderr.includes(secret), `${args.join(" ")}: ${res.stdout}${res.stderr}`).toBe(false);
+      }
+      if (env === wrong && args[0] !== "events") expect(res.status, `${args.join(" ")}: ${res.stderr}`).toBe(1);
+    }
   });
 });
