@@ -45,16 +45,20 @@ async function resolveId(ctx: Ctx, kindName: string, ref: string | undefined): P
   return (await resolveResource(ctx.api, kindByName.get(kindName)!, ref)).id;
 }
 
-async function findBroadcast(ctx: Ctx, ref: string): Promise<BroadcastResource> {
-  if (isUuid(ref)) return ctx.api.call("broadcasts.get", { params: { id: ref } });
+/** The broadcast of this name (broadcasts are listed page by page); exit 1 naming it when there is none. */
+export async function findBroadcastByName(ctx: Ctx, name: string): Promise<BroadcastResource> {
   let cursor: string | undefined;
   do {
     const page = await ctx.api.call("broadcasts.list", { query: { limit: 500, cursor } });
-    const found = page.items.find((b) => b.name === ref.trim());
+    const found = page.items.find((b) => b.name === name.trim());
     if (found) return found;
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
-  throw notFoundByName("broadcast", ref);
+  throw notFoundByName("broadcast", name);
+}
+
+async function findBroadcast(ctx: Ctx, ref: string): Promise<BroadcastResource> {
+  return isUuid(ref) ? ctx.api.call("broadcasts.get", { params: { id: ref } }) : findBroadcastByName(ctx, ref);
 }
 
 const describeCounts = (b: BroadcastResource) =>

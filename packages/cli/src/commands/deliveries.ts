@@ -2,10 +2,10 @@
 // broadcast, or per journey run and message node.
 import type { DeliveryRecord, DeliveryStatus } from "@tidings/schema";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { action, type Ctx, isUuid, positiveInt } from "../context.js";
-import { notFoundByName } from "../errors.js";
+import { action, isUuid, positiveInt } from "../context.js";
 import { type Column, formatTime } from "../output.js";
 import { kindByName, resolveResource } from "../resources.js";
+import { findBroadcastByName } from "./broadcasts.js";
 
 const STATUSES: readonly DeliveryStatus[] = ["Queued", "Sending", "Sent", "Failed", "Skipped"];
 
@@ -16,7 +16,8 @@ function parseStatus(value: string): DeliveryStatus {
   return found;
 }
 
-const source = (d: DeliveryRecord) =>
+/** Where a delivery comes from: `broadcast <id>` or `journey <id> node <id>`. */
+export const deliverySource = (d: DeliveryRecord) =>
   d.broadcastId ? `broadcast ${d.broadcastId}` : d.journeyId ? `journey ${d.journeyId} node ${d.nodeId ?? "-"}` : "-";
 
 const columns: Column<DeliveryRecord>[] = [
@@ -28,19 +29,6 @@ const columns: Column<DeliveryRecord>[] = [
   { header: "ATTEMPTS", value: (d) => d.attempts, right: true },
   { header: "REASON", value: (d) => d.reason },
 ];
-
-/** A broadcast's id from its id or name. */
-async function broadcastId(ctx: Ctx, ref: string): Promise<string> {
-  if (isUuid(ref)) return ref;
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.api.call("broadcasts.list", { query: { limit: 500, cursor } });
-    const found = page.items.find((b) => b.name === ref.trim());
-    if (found) return found.id;
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor);
-  throw notFoundByName("broadcast", ref);
-}
 
 interface ListOptions {
   broadcast?: string;
@@ -75,7 +63,9 @@ Examples:
     .action(
       action(async (ctx, opts: ListOptions) => {
         const query = {
-          ...(opts.broadcast !== undefined ? { broadcastId: await broadcastId(ctx, opts.broadcast) } : {}),
+          ...(opts.broadcast !== undefined
+            ? { broadcastId: isUuid(opts.broadcast) ? opts.broadcast : (await findBroadcastByName(ctx, opts.broadcast)).id }
+            : {}),
           ...(opts.journey !== undefined
             ? {
                 journeyId: isUuid(opts.journey)
@@ -117,7 +107,7 @@ Examples:
           status: d.status,
           ...(d.reason ? { reason: d.reason } : {}),
           attempts: d.attempts,
-          source: source(d),
+          source: deliverySource(d),
           ...(d.templateId ? { template: d.templateId } : {}),
           ...(d.providerMessageId ? { providerMessageId: d.providerMessageId } : {}),
           created: formatTime(d.createdAt),

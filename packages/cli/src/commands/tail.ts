@@ -7,6 +7,7 @@ import { type Command, Option } from "commander";
 import { stringify } from "yaml";
 import { action, type Ctx, positiveInt } from "../context.js";
 import { formatTime } from "../output.js";
+import { deliverySource } from "./deliveries.js";
 
 interface TailOptions {
   interval: number;
@@ -54,9 +55,8 @@ function printDelivery(ctx: Ctx, d: DeliveryRecord): void {
     ctx.out.line(JSON.stringify(d));
     return;
   }
-  const source = d.broadcastId ? `broadcast ${d.broadcastId}` : d.journeyId ? `journey ${d.journeyId} node ${d.nodeId ?? "-"}` : "";
   ctx.out.line(
-    `${formatTime(d.updatedAt)}  ${d.status.padEnd(7)}  ${d.channel}  user ${d.userId}${d.contact ? ` → ${d.contact}` : ""}  ${source}`.trimEnd(),
+    `${formatTime(d.updatedAt)}  ${d.status.padEnd(7)}  ${d.channel}  user ${d.userId}${d.contact ? ` → ${d.contact}` : ""}  ${deliverySource(d)}`,
   );
   if (d.reason) ctx.out.line(`    reason: ${d.reason}`);
   if (d.rendered) ctx.out.line(indented(d.rendered));
