@@ -41,7 +41,8 @@ export const errorDescriptions: Record<ErrorCode, string> = {
   PAYLOAD_TOO_LARGE: "The request, an event or a batch exceeds a size limit.",
   UNSUPPORTED_MEDIA_TYPE: "The body is not JSON (gzip-encoded bodies are accepted with any content type).",
   RATE_LIMITED: "The workspace exceeded its rate limit; retry after `Retry-After` seconds.",
-  UNAVAILABLE: "The server is overloaded, shutting down or not ready, or cannot reach its database; retry after `Retry-After` seconds.",
+  UNAVAILABLE:
+    "The server is overloaded, shutting down or not ready, or its database cannot be reached or cannot take the work for now (read-only, out of disk or memory); retry after `Retry-After` seconds.",
   INTERNAL: "An unexpected error. Details are logged under the request id, never returned.",
 };
 

@@ -1,5 +1,6 @@
-// Database errors we act on, named: Prisma's codes, and the ways pg, Prisma's pg adapter and the
-// socket say that PostgreSQL cannot be reached right now.
+// Database errors we act on, named: Prisma's codes, the ways pg, Prisma's pg adapter and the
+// socket say that PostgreSQL cannot be reached right now, and the SQLSTATEs of a server that is up
+// but cannot take the work (read-only, out of disk or memory).
 import { Prisma } from "../generated/prisma/client.ts";
 
 /** A unique constraint refused the write (e.g. a name already taken). */
@@ -50,3 +51,30 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 const isUnavailableSqlState = (code: string) => SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
+
+/**
+ * SQLSTATEs of a server that is up but cannot do the work now, a state that clears without the
+ * request changing: read_only_sql_transaction (25006: a standby, or `default_transaction_read_only`
+ * turned on, as a failover or a disk-full guard does), insufficient_resources (53000), disk_full
+ * (53100), out_of_memory (53200), too_many_connections (53300).
+ */
+const REFUSING_SQLSTATES = new Set(["25006", "53000", "53100", "53200", "53300"]);
+
+/** The SQLSTATE of a PostgreSQL error as pg throws it, or as Prisma wraps it (through @prisma/adapter-pg). */
+function sqlState(err: object): string | undefined {
+  const { code, meta } = err as { code?: unknown; meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } } };
+  for (const c of [meta?.driverAdapterError?.cause?.originalCode, meta?.code, code])
+    if (typeof c === "string" && /^[0-9A-Z]{5}$/.test(c)) return c;
+  return undefined;
+}
+
+/**
+ * Whether `err` says PostgreSQL refuses the work for now — read-only, out of disk, memory or
+ * connections — rather than that the request or the statement is wrong: like an unreachable
+ * database, the request may succeed if sent again once an operator (or a failover) clears it.
+ */
+export function isDatabaseRefusing(err: unknown): boolean {
+  if (err === null || typeof err !== "object") return false;
+  const state = sqlState(err);
+  return state !== undefined && REFUSING_SQLSTATES.has(state);
+}

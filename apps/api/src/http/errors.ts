@@ -4,7 +4,7 @@ import { didYouMean, type ErrorCode, type ErrorIssue, type ErrorResponse, errorS
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
 import { ZodError } from "zod";
-import { isDatabaseUnavailable } from "../db/errors.ts";
+import { isDatabaseRefusing, isDatabaseUnavailable } from "../db/errors.ts";
 
 export class ApiError extends Error {
   override name = "ApiError";
@@ -27,6 +27,9 @@ export const notFound = (what: string) => new ApiError("NOT_FOUND", `${what} not
 /** PostgreSQL cannot be reached (stopped, restarting, cut off): the request may be sent again. */
 export const databaseUnavailable = () =>
   new ApiError("UNAVAILABLE", "The database is unreachable; retry later", undefined, { "retry-after": "2" });
+/** PostgreSQL is up but refuses the work for now (read-only, out of disk or memory): the request may be sent again. */
+export const databaseRefusing = () =>
+  new ApiError("UNAVAILABLE", "The database cannot take this request right now; retry later", undefined, { "retry-after": "5" });
 
 const joinPath = (path: readonly PropertyKey[]) => path.map(String).join(".") || "(body)";
 
@@ -71,6 +74,7 @@ function toApiError(err: FastifyError | Error, request?: FastifyRequest): ApiErr
   if (err instanceof ApiError) return err;
   // Whatever was under way (a query, a transaction, a key lookup), never a 500.
   if (isDatabaseUnavailable(err)) return databaseUnavailable();
+  if (isDatabaseRefusing(err)) return databaseRefusing();
   if (hasZodFastifySchemaValidationErrors(err)) {
     const where = (err as FastifyError & { validationContext?: string }).validationContext ?? "body";
     // The route's schema for this part of the request: its field names feed "did you mean".
