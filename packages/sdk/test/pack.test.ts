@@ -26,7 +26,14 @@ async function main() {
   } catch (err) {
     notFound = { name: err.name, isApiError: isTidingsApiError(err), instance: err instanceof TidingsApiError, code: err.code };
   }
-  console.log(JSON.stringify({ errors, events: events.map((e) => e.event), notFound }));
+  // Issue 21, item 5: the message says what to fix; a network error names the host and port.
+  const messageOf = (p) => p.then(() => "resolved", (err) => err.message);
+  const byName = await messageOf(admin.segments.get("Pro users"));
+  const dead = new TidingsAdmin({ apiKey: "tda_x", host: "http://127.0.0.1:9", maxRetries: 0 });
+  const unreachable = await messageOf(dead.users.get("u"));
+  // Issue 21, item 3: events in the order they were received (what tidings events tail follows).
+  const received = await admin.events.list({ userId: process.env.USER_ID, order: "received", receivedSince: 0 }).toArray();
+  console.log(JSON.stringify({ errors, events: events.map((e) => e.event), notFound, byName, unreachable, received: received.length }));
 }
 main().catch((err) => { console.error(err); process.exit(1); });
 `;
@@ -117,6 +124,9 @@ describe("the packed package", () => {
       errors: [],
       events: ["Packed"],
       notFound: { name: "TidingsApiError", isApiError: true, instance: true, code: "NOT_FOUND" },
+      byName: expect.stringMatching(/params\.id: Invalid UUID — pass the id; names are accepted by the CLI/),
+      unreachable: "Cannot reach 127.0.0.1:9: ECONNREFUSED",
+      received: 1,
     });
   });
 });
