@@ -74,7 +74,8 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { freePort, startEmbeddedPostgres } from "../src/db/embedded.ts";
 import { migrate } from "../src/db/migrate.ts";
-import { compileSegment, segmentDependencies } from "../src/segments/engine/compile.ts";
+import { sql } from "../src/db/sql.ts";
+import { compileSegment, segmentDependencies, segmentInputs } from "../src/segments/engine/compile.ts";
 import { evaluateSegment } from "../src/segments/engine/evaluate.ts";
 import { waitForLine } from "./support.ts";
 
@@ -440,13 +441,11 @@ async function recompute(url: string, ws: Workspace, name: string, definition: S
   // In process: the compiled query alone, then the whole statement on a throw-away segment row.
   const db = client(url);
   await db.connect();
-  const compiled = compileSegment(definition, new Map());
   const now = new Date();
-  const values = [ws.id, created.id, now, null, ...compiled.values];
+  const compiled = compileSegment(definition, new Map(), segmentInputs(ws.id, created.id, now, null));
   let s = performance.now();
-  // $2 and $3 are not referenced by every compiled query: typed here so that PostgreSQL accepts them.
-  const counted = `SELECT count(*) FILTER (WHERE member)::int AS members FROM (${compiled.text}) r WHERE $2::uuid IS NOT NULL AND $3::timestamptz IS NOT NULL`;
-  const { rows } = await db.query(counted, values);
+  const counted = sql`SELECT count(*) FILTER (WHERE member)::int AS members FROM (${compiled}) r`;
+  const { rows } = await db.query(counted);
   const selectMs = performance.now() - s;
   await db.query("BEGIN");
   const { rows: seg } = await db.query(
@@ -464,7 +463,7 @@ async function recompute(url: string, ws: Workspace, name: string, definition: S
     `(a) ${name}: in process: compiled SELECT ${secs(selectMs)} (${r0(rows[0].members)} members), evaluateSegment statement ${secs(evaluateMs)}`,
   );
   if (EXPLAIN || real.totalMs > 10_000) {
-    const plan = await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${counted}`, values);
+    const plan = await db.query(sql`EXPLAIN (ANALYZE, BUFFERS) ${counted}`);
     console.log(`EXPLAIN ANALYZE of ${name}'s compiled query:\n${plan.rows.map((r) => r["QUERY PLAN"]).join("\n")}`);
   }
   await db.end();

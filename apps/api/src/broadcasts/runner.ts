@@ -4,6 +4,7 @@
 // A job every second starts broadcasts whose start job was lost.
 import type { MessageTemplateDefinition, SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
+import { empty, type Sql, sql } from "../db/sql.ts";
 import { inTransaction } from "../db/transaction.ts";
 import type { JobLayer } from "../jobs/index.ts";
 import type { SendJobs } from "../messaging/send-jobs.ts";
@@ -112,13 +113,9 @@ export class BroadcastRunner {
     // of a segment created a moment ago, are applied first.
     if (b.segment_id) await this.o.segments.settle(workspaceId);
     const audience = b.segment_id
-      ? {
-          text: "SELECT profile_id FROM segment_memberships WHERE workspace_id = $1 AND segment_id = $2::uuid",
-          values: [workspaceId, b.segment_id] as unknown[],
-        }
+      ? sql`SELECT profile_id FROM segment_memberships WHERE workspace_id = ${workspaceId} AND segment_id = ${b.segment_id}::uuid`
       : await this.o.segments.membersOf(workspaceId, b.request.segmentDefinition!, broadcastId);
-    const n = audience.values.length;
-    const freeze = async (limit: string, started: boolean) => {
+    const freeze = async (limit: Sql, started: boolean) => {
       const client = await this.o.pool.connect();
       try {
         return await inTransaction(client, async () => {
@@ -128,11 +125,11 @@ export class BroadcastRunner {
           );
           if (locked.rowCount === 0) return false;
           await client.query(
-            `INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, broadcast_id, subscription_group_id, status)
-             SELECT $1, gen_random_uuid(), m.profile_id, $${n + 1}::"Channel", $${n + 2}::uuid, $${n + 3}::uuid, $${n + 4}::uuid, 'Queued'
-             FROM (${audience.text} ${limit}) m
+            sql`INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, broadcast_id, subscription_group_id, status)
+             SELECT ${workspaceId}, gen_random_uuid(), m.profile_id, ${b.channel}::"Channel", ${b.template_id}::uuid, ${broadcastId}::uuid,
+               ${b.subscription_group_id}::uuid, 'Queued'
+             FROM (${audience} ${limit}) m
              ON CONFLICT DO NOTHING`,
-            [...audience.values, b.channel, b.template_id, broadcastId, b.subscription_group_id],
           );
           await client.query(
             started
@@ -150,7 +147,7 @@ export class BroadcastRunner {
         client.release();
       }
     };
-    if (await freeze(`LIMIT ${FIRST_SLICE}`, false)) await freeze("", true);
+    if (await freeze(sql`LIMIT ${FIRST_SLICE}`, false)) await freeze(empty, true);
   }
 
   /** Starts broadcasts whose start job was lost (or cut off before the whole audience was written). */

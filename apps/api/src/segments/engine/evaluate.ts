@@ -4,7 +4,8 @@
 // and the segment's member count follows — all in the statement, so it is all or nothing.
 import { manualSegmentDefinition, type SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
-import { compileSegment, type SubscriptionGroupTypes } from "./compile.ts";
+import { raw, type Sql, sql } from "../../db/sql.ts";
+import { compileSegment, type SubscriptionGroupTypes, segmentInputs } from "./compile.ts";
 
 export interface SegmentToEvaluate {
   workspaceId: string;
@@ -34,59 +35,62 @@ export async function evaluateSegment(
   scope: string[] | null,
   full?: { definitionUpdatedAt: Date; dependsOn: string[] },
 ): Promise<Evaluated> {
-  const compiled = compileSegment(segment.definition, groups, scope !== null);
+  const inputs = segmentInputs(segment.workspaceId, segment.id, now, scope);
+  const { workspaceId: ws, segmentId: id, now: at } = inputs;
+  const compiled = compileSegment(segment.definition, groups, inputs);
   // The rows (t) of `table` that `r` no longer keeps, looked up by key among the candidates (the
   // scope's ids, or the segment's rows) minus those kept: set operations and index lookups,
   // linear whatever the planner believes of the sizes (an anti-join against r, on the estimates of
   // a new workspace, became a nested loop over both).
   const without = (table: string, kept: string) => {
     const candidates =
-      scope === null ? `SELECT profile_id FROM ${table} WHERE workspace_id = $1 AND segment_id = $2::uuid` : "SELECT unnest($4::text[])";
-    return `t.workspace_id = $1 AND t.segment_id = $2::uuid
-        AND t.profile_id = ANY (ARRAY(${candidates} EXCEPT SELECT profile_id FROM r WHERE ${kept}))`;
+      scope === null
+        ? sql`SELECT profile_id FROM ${raw(table)} WHERE workspace_id = ${ws} AND segment_id = ${id}::uuid`
+        : sql`SELECT unnest(${inputs.scope}::text[])`;
+    return sql`t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid
+        AND t.profile_id = ANY (ARRAY(${candidates} EXCEPT SELECT profile_id FROM r WHERE ${raw(kept)}))`;
   };
-  const n = 4 + compiled.values.length;
   const counts = full
-    ? `member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = $${n + 2}::text[]`
-    : "member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)";
+    ? sql`member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = ${full.dependsOn}::text[]`
+    : sql`member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)`;
+  const current = full ? sql` AND definition_updated_at = ${full.definitionUpdatedAt}::timestamptz` : raw("");
   // Only members and timed rows matter below (a full recompute holds those, not every profile).
-  const text = `WITH r AS MATERIALIZED (SELECT * FROM (${compiled.text}) x WHERE member OR next_at IS NOT NULL),
+  const statement = sql`WITH r AS MATERIALIZED (SELECT * FROM (${compiled}) x WHERE member OR next_at IS NOT NULL),
     ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
-      SELECT $1, $2::uuid, profile_id, $3 FROM r WHERE member
+      SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM r WHERE member
       ON CONFLICT DO NOTHING RETURNING profile_id),
     del AS (DELETE FROM segment_memberships t WHERE ${without("segment_memberships", "member")}
       RETURNING t.profile_id),
     changes AS (INSERT INTO segment_membership_changes (workspace_id, segment_id, profile_id, entered, at)
-      SELECT $1, $2::uuid, profile_id, true, $3 FROM ins
-      UNION ALL SELECT $1, $2::uuid, profile_id, false, $3 FROM del),
+      SELECT ${ws}, ${id}::uuid, profile_id, true, ${at} FROM ins
+      UNION ALL SELECT ${ws}, ${id}::uuid, profile_id, false, ${at} FROM del),
     signals AS (INSERT INTO journey_signals (workspace_id, segment_id, user_id, at)
-      SELECT $1, $2::uuid, profile_id, $3 FROM ins
+      SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM ins
       WHERE EXISTS (SELECT 1 FROM segment_references sr
-        WHERE sr.workspace_id = $1 AND sr.target_id = $2::uuid AND sr.referrer_kind = 'Journey')
+        WHERE sr.workspace_id = ${ws} AND sr.target_id = ${id}::uuid AND sr.referrer_kind = 'Journey')
       RETURNING 1),
     timers AS (INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
-      SELECT $1, $2::uuid, profile_id, next_at FROM r WHERE next_at IS NOT NULL
+      SELECT ${ws}, ${id}::uuid, profile_id, next_at FROM r WHERE next_at IS NOT NULL
       ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at
         WHERE segment_timers.due_at <> EXCLUDED.due_at),
     untimed AS (DELETE FROM segment_timers t WHERE ${without("segment_timers", "next_at IS NOT NULL")}),
     counted AS (UPDATE segments SET ${counts}
-      WHERE workspace_id = $1 AND id = $2::uuid${full ? ` AND definition_updated_at = $${n + 1}::timestamptz` : ""})
+      WHERE workspace_id = ${ws} AND id = ${id}::uuid${current})
     SELECT (SELECT count(*) FROM ins)::int AS entered, (SELECT count(*) FROM del)::int AS exited,
       (SELECT count(*) FROM signals)::int AS signals`;
-  const values: unknown[] = [segment.workspaceId, segment.id, now, scope, ...compiled.values];
-  if (full) values.push(full.definitionUpdatedAt, full.dependsOn);
-  const { rows } = await db.query<Evaluated>(text, values);
+  const { rows } = await db.query<Evaluated>(statement);
   return rows[0]!;
 }
 
-/** The members of a definition at `now`, as a query: `SELECT profile_id FROM (<text>) WHERE member`. */
-export function membersQuery(definition: SegmentDefinition, groups: SubscriptionGroupTypes, workspaceId: string, seed: string, now: Date) {
-  const compiled = compileSegment(definition, groups);
-  return {
-    // The casts give $2 and $3 their types when the definition does not use them.
-    text: `SELECT profile_id FROM (${compiled.text}) r WHERE member AND $2::text IS NOT NULL AND $3::timestamptz IS NOT NULL`,
-    values: [workspaceId, seed, now, null, ...compiled.values] as unknown[],
-  };
+/** The members of a definition at `now` (`seed` stands for the segment's id), as a query to select from. */
+export function membersQuery(
+  definition: SegmentDefinition,
+  groups: SubscriptionGroupTypes,
+  workspaceId: string,
+  seed: string,
+  now: Date,
+): Sql {
+  return sql`SELECT profile_id FROM (${compileSegment(definition, groups, segmentInputs(workspaceId, seed, now, null))}) r WHERE member`;
 }
 
 /** The workspace's subscription groups and their types (what SubscriptionGroup nodes compile with). */
@@ -116,11 +120,10 @@ export async function membersNow(
     [workspaceId, segmentId],
   );
   if (rows.length === 0) return new Set();
-  const compiled = compileSegment(rows[0]!.definition ?? manualSegmentDefinition(), await subscriptionGroupTypes(db, workspaceId), true);
-  // The casts give $2 and $3 their types when the definition does not use them.
+  const definition = rows[0]!.definition ?? manualSegmentDefinition();
+  const inputs = segmentInputs(workspaceId, segmentId, now, userIds);
   const members = await db.query<{ profile_id: string }>(
-    `SELECT profile_id FROM (${compiled.text}) r WHERE member AND $2::text IS NOT NULL AND $3::timestamptz IS NOT NULL`,
-    [workspaceId, segmentId, now, userIds, ...compiled.values],
+    sql`SELECT profile_id FROM (${compileSegment(definition, await subscriptionGroupTypes(db, workspaceId), inputs)}) r WHERE member`,
   );
   return new Set(members.rows.map((r) => r.profile_id));
 }
