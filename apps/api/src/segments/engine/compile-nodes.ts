@@ -1,0 +1,237 @@
+// One compiler per kind of segment node: the condition on a profile row `p` it stands for, and
+// the instants (> now) at which that condition could flip with no new data. Nodes over events or
+// trait history add their CTEs and joins to the query through the scope (compile.ts builds it).
+import type { PropertyCondition, PropertyOperator, SegmentNode, SegmentNodeType, SegmentOperator } from "@tidings/schema";
+import { join, raw, type Sql, sql } from "../../db/sql.ts";
+import type { SegmentInputs, SubscriptionGroupTypes } from "./compile.ts";
+
+/** A condition on a profile, and the instants (> now) at which it could flip. */
+export interface Condition {
+  cond: Sql;
+  flips: Sql[];
+}
+
+/** What a node compiler reads and adds besides the node itself. */
+export interface NodeScope {
+  readonly inputs: SegmentInputs;
+  /** The query runs for a list of profiles (an incremental evaluation), not the whole workspace. */
+  readonly scoped: boolean;
+  readonly groups: SubscriptionGroupTypes;
+  /** The name of the node's CTE, unique in the query (`<alias>t` for a second one). */
+  readonly alias: Sql;
+  /** The condition of the node `id` (And, Or, Not). */
+  child(id: string): Condition;
+  /** Adds `<name> AS (…)` to the query's WITH list. */
+  cte(definition: Sql): void;
+  /** Adds a join to the profile row `p`. */
+  join(clause: Sql): void;
+  /** `expr` as a column computed once per profile row (it is used several times). */
+  once(expr: Sql): Sql;
+}
+
+type NodeOf<K extends SegmentNodeType> = Extract<SegmentNode, { type: K }>;
+export type NodeCompiler<K extends SegmentNodeType> = (n: NodeOf<K>, at: NodeScope) => Condition;
+
+const ms = raw("interval '1 millisecond'");
+const none = raw("");
+/** The numeric operators and their SQL comparison (JSON numbers only: anything else is false). */
+const NUMBER_COMPARISONS = { GreaterThanOrEqual: ">=", GreaterThan: ">", LessThan: "<", LessThanOrEqual: "<=" } as const;
+/** A Performed node's comparisons of its count with `times`. */
+const COUNT_COMPARISONS = { "=": "=", ">=": ">=", "<": "<" } as const;
+const jsonb = (value: unknown) => sql`${JSON.stringify(value)}::jsonb`;
+const textPath = (path: string) => sql`${path.split(".")}::text[]`;
+const seconds = (s: number) => sql`(${s}::float8 * interval '1 second')`;
+const present = (v: Sql) => sql`(${v} IS NOT NULL AND jsonb_typeof(${v}) <> 'null')`;
+const always = (cond: Sql): Condition => ({ cond, flips: [] });
+
+export const least = (xs: Sql[]) => (xs.length === 0 ? raw("NULL::timestamptz") : xs.length === 1 ? xs[0]! : sql`LEAST(${join(xs, ", ")})`);
+
+/**
+ * A condition on the JSON value `v`. `once`, where given, turns an expression into a column
+ * computed once per row (it is used several times).
+ */
+function operator(op: SegmentOperator | PropertyOperator, v: Sql, now: Sql, once: (expr: Sql) => Sql = (expr) => expr): Condition {
+  switch (op.type) {
+    case "Equals":
+      return always(sql`coalesce(${v} = ${jsonb(op.value)}, false)`);
+    case "NotEquals":
+      return always(sql`(${present(v)} AND ${v} <> ${jsonb(op.value)})`);
+    case "Exists":
+      return always(present(v));
+    case "NotExists":
+      return always(sql`NOT ${present(v)}`);
+    case "GreaterThanOrEqual":
+    case "GreaterThan":
+    case "LessThan":
+    case "LessThanOrEqual": {
+      const cmp = raw(NUMBER_COMPARISONS[op.type]);
+      return always(sql`CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v} #>> '{}')::numeric ${cmp} ${op.value}::numeric ELSE false END`);
+    }
+    case "Within": {
+      const d = once(sql`tidings_instant(${v})`);
+      const w = seconds(op.windowSeconds);
+      return {
+        cond: sql`coalesce(${d} BETWEEN ${now} - ${w} AND ${now}, false)`,
+        // Enters the window at d (a future date), leaves it just after d + w.
+        flips: [sql`CASE WHEN ${d} > ${now} THEN ${d} WHEN ${d} + ${w} + ${ms} > ${now} THEN ${d} + ${w} + ${ms} END`],
+      };
+    }
+    case "AbsoluteTimestamp": {
+      const cmp = raw(op.direction === "after" ? ">" : "<");
+      return always(sql`coalesce(tidings_instant(${v}) ${cmp} ${new Date(op.absoluteTimestamp).toISOString()}::timestamptz, false)`);
+    }
+    case "HasBeen":
+      throw new Error("HasBeen is compiled by its Trait node");
+  }
+}
+
+/** Every condition on the properties of the event `e`. */
+function properties(conds: PropertyCondition[] | undefined, at: NodeScope): Condition {
+  const now = sql`${at.inputs.now}::timestamptz`;
+  const parts = (conds ?? []).map((x) => operator(x.operator, sql`(e.payload -> 'properties') #> ${textPath(x.path)}`, now));
+  const cond = parts.length
+    ? join(
+        parts.map((x) => x.cond),
+        " AND ",
+      )
+    : raw("true");
+  return { cond, flips: parts.flatMap((x) => x.flips) };
+}
+
+/**
+ * The events of the profiles in `ids` that pass `filter` (a FROM clause fragment, aliased i and
+ * e), `since` (a condition on e.event_time, or none) narrowing them further. A full recompute
+ * joins them as a set. An incremental one looks each id's events up through the (workspace,
+ * identity, time) index, whatever the statistics say (a new workspace, or an event name unseen
+ * at the last ANALYZE, looks empty to the planner, which would then as soon scan all of the
+ * workspace's events by name or time for every id): LATERAL … OFFSET 0 keeps the lookup per id,
+ * the other conditions stay outside it, and the workspace comes from the id's row, a value the
+ * planner cannot know, so it costs every index by its average selectivity.
+ */
+const eventsOf = (at: NodeScope, filter: Sql, since = none) =>
+  at.scoped
+    ? sql`ids i CROSS JOIN LATERAL (SELECT e.* FROM events e
+        WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since} OFFSET 0) e WHERE ${filter}`
+    : sql`ids i JOIN events e ON e.workspace_id = ${at.inputs.workspaceId} AND e.identity_id = i.identity_id WHERE ${filter}${since}`;
+
+const tracked = (event: string) => sql`e.type = 'track' AND e.event = ${event}::text`;
+
+const joinAlias = (alias: Sql) => sql`LEFT JOIN ${alias} ON ${alias}.profile_id = p.profile_id`;
+
+/**
+ * A Trait node with HasBeen: since when the trait has held `value`, the earliest identify setting
+ * it to the value after the last one setting it to anything else (only identifies carrying the
+ * top-level key set it).
+ */
+function hasBeen(n: NodeOf<"Trait">, op: Extract<SegmentOperator, { type: "HasBeen" }>, at: NodeScope): Condition {
+  const { alias } = at;
+  const now = sql`${at.inputs.now}::timestamptz`;
+  const value = jsonb(op.value);
+  const path = textPath(n.path);
+  const setsIt = sql`e.type = 'identify' AND (e.payload -> 'traits') ? ${n.path.split(".")[0]}::text`;
+  const toValue = sql`coalesce((e.payload -> 'traits') #> ${path} = ${value}, false)`;
+  // An identify setting the value counts if no identify after it set anything else.
+  at.cte(sql`${alias} AS (
+        SELECT profile_id, min(event_time) FILTER (WHERE to_value AND (last_other IS NULL OR event_time >= last_other)) AS since
+        FROM (SELECT i.profile_id, e.event_time, ${toValue} AS to_value,
+                max(e.event_time) FILTER (WHERE NOT ${toValue}) OVER (PARTITION BY i.profile_id) AS last_other
+              FROM ${eventsOf(at, setsIt)}) x
+        GROUP BY profile_id)`);
+  at.join(joinAlias(alias));
+  const w = seconds(op.windowSeconds);
+  const holds = sql`coalesce((p.traits #> ${path}) = ${value}, false) AND ${alias}.since IS NOT NULL`;
+  const cmp = raw(op.comparator === "GTE" ? ">=" : "<");
+  return {
+    cond: sql`(${holds} AND ${now} - ${alias}.since ${cmp} ${w})`,
+    flips: [sql`CASE WHEN ${holds} AND ${alias}.since + ${w} > ${now} THEN ${alias}.since + ${w} END`],
+  };
+}
+
+/** Keyed by node type: a kind of node without a compiler does not type-check. */
+export const nodeCompilers: { [K in SegmentNodeType]: NodeCompiler<K> } = {
+  Everyone: () => always(raw("true")),
+  Trait: (n, at) => {
+    if (n.operator.type === "HasBeen") return hasBeen(n, n.operator, at);
+    return operator(n.operator, sql`(p.traits #> ${textPath(n.path)})`, sql`${at.inputs.now}::timestamptz`, (expr) => at.once(expr));
+  },
+  Performed: (n, at) => {
+    const { alias } = at;
+    const now = sql`${at.inputs.now}::timestamptz`;
+    const props = properties(n.properties, at);
+    // Events before the window can never count again: a full recompute reads only the window
+    // (the (workspace_id, event, event_time) index), not every event of that name.
+    const window = n.withinSeconds === undefined ? none : sql` AND e.event_time >= ${now} - ${seconds(n.withinSeconds)}`;
+    // An event leaves the window just after event_time + withinSeconds.
+    const flips = [...props.flips];
+    if (n.withinSeconds !== undefined) {
+      const expiry = sql`e.event_time + ${seconds(n.withinSeconds)} + ${ms}`;
+      flips.push(sql`CASE WHEN ${props.cond} THEN ${expiry} END`);
+    }
+    at.cte(sql`${alias} AS (
+        SELECT i.profile_id, count(*) FILTER (WHERE ${props.cond}) AS n, min(${least(flips)}) AS next_at
+        FROM ${eventsOf(at, tracked(n.event), window)}
+        GROUP BY i.profile_id)`);
+    at.join(joinAlias(alias));
+    const count = sql`coalesce(${alias}.n, 0)`;
+    const times = sql`${n.times}::int8`;
+    const cond = sql`${count} ${raw(COUNT_COMPARISONS[n.timesOperator])} ${times}`;
+    if (props.flips.length > 0) return { cond, flips: [sql`${alias}.next_at`] };
+    // Without dated properties, time only lowers the count: an expiry matters only where a
+    // lower count could change the result (keeps timers off the users it cannot change).
+    const mayChange = n.timesOperator === ">=" ? cond : n.timesOperator === "<" ? sql`NOT (${cond})` : sql`${count} >= ${times}`;
+    return { cond, flips: [sql`CASE WHEN ${mayChange} THEN ${alias}.next_at END`] };
+  },
+  LastPerformed: (n, at) => {
+    const { alias } = at;
+    const where = properties(n.whereProperties, at);
+    const has = properties(n.hasProperties, at);
+    at.cte(sql`${alias} AS (
+        SELECT DISTINCT ON (i.profile_id) i.profile_id, (${has.cond}) AS ok
+        FROM ${eventsOf(at, sql`${tracked(n.event)} AND ${where.cond}`)}
+        ORDER BY i.profile_id, e.event_time DESC, e.message_id COLLATE "C" DESC)`);
+    at.join(joinAlias(alias));
+    const flips = [...where.flips, ...has.flips];
+    if (flips.length === 0) return always(sql`coalesce(${alias}.ok, false)`);
+    // Dated property conditions can change which event is the latest, or whether it matches.
+    const timed = sql`${alias}t`;
+    at.cte(
+      sql`${timed} AS (SELECT i.profile_id, min(${least(flips)}) AS next_at FROM ${eventsOf(at, tracked(n.event))} GROUP BY i.profile_id)`,
+    );
+    at.join(joinAlias(timed));
+    return { cond: sql`coalesce(${alias}.ok, false)`, flips: [sql`${timed}.next_at`] };
+  },
+  And: (n, at) => junction(n.children, " AND ", at),
+  Or: (n, at) => junction(n.children, " OR ", at),
+  Not: (n, at) => {
+    const inner = at.child(n.child);
+    return { cond: sql`NOT ${inner.cond}`, flips: inner.flips };
+  },
+  SubscriptionGroup: (n, at) => {
+    const type = at.groups.get(n.subscriptionGroupId);
+    if (!type) return always(raw("false"));
+    const assigned = (subscribed: boolean) => sql`EXISTS (SELECT 1 FROM subscription_assignments s
+        WHERE s.workspace_id = ${at.inputs.workspaceId} AND s.subscription_group_id = ${n.subscriptionGroupId}::uuid
+          AND s.profile_id = p.profile_id AND s.subscribed = ${raw(String(subscribed))})`;
+    return always(type === "OptIn" ? assigned(true) : sql`NOT ${assigned(false)}`);
+  },
+  RandomBucket: (n, at) =>
+    always(
+      sql`(('x' || substr(md5(${at.inputs.segmentId} || ':' || p.profile_id), 1, 8))::bit(32)::int8 / 4294967296.0) < ${n.percent}::float8`,
+    ),
+  Manual: (_, at) =>
+    always(sql`EXISTS (SELECT 1 FROM segment_manual_members m
+          WHERE m.workspace_id = ${at.inputs.workspaceId} AND m.segment_id = ${at.inputs.segmentId}::uuid AND m.profile_id = p.profile_id)`),
+};
+
+function junction(children: string[], separator: " AND " | " OR ", at: NodeScope): Condition {
+  const parts = children.map((id) => at.child(id));
+  const cond = join(
+    parts.map((x) => x.cond),
+    separator,
+  );
+  return { cond: sql`(${cond})`, flips: parts.flatMap((x) => x.flips) };
+}
+
+/** The condition of node `n`, compiled by the compiler of its kind. */
+export const compileNode = <K extends SegmentNodeType>(n: NodeOf<K>, at: NodeScope): Condition =>
+  (nodeCompilers[n.type] as NodeCompiler<K>)(n, at);
