@@ -10,6 +10,12 @@ import { deriveKey, SecretBox } from "./secrets.ts";
 const SETTING = "secret_key_check";
 /** Serialises the check across replicas starting together. */
 const CHECK_LOCK = 7_461_737;
+/**
+ * Prisma's defaults (2 s to open the transaction, 5 s in all) stopped a replica's boot when the
+ * database was slow to accept a connection — several replicas starting at once on a busy server —
+ * or when the replicas ahead of it held the lock: the check waits its turn instead.
+ */
+const CHECK_TRANSACTION = { maxWait: 30_000, timeout: 60_000 };
 
 /** A value that identifies the key without revealing it or any key derived for another purpose. */
 export const secretKeyCheck = (secretKey: string) => deriveKey(secretKey, "key-check/v1").toString("base64url");
@@ -53,5 +59,5 @@ export async function verifySecretKey(
       );
     }
     await tx.serverSetting.upsert({ where: { name: SETTING }, create: { name: SETTING, value: current }, update: { value: current } });
-  });
+  }, CHECK_TRANSACTION);
 }

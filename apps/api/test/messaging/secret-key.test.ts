@@ -2,9 +2,12 @@
 // secrets: a start with another key stops at boot naming the variable, the old key given as
 // TIDINGS_SECRET_KEY_PREVIOUS re-encrypts them, and a secret that still cannot be decrypted is
 // shown as unreadable (never a 500) until a PUT replaces it.
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
+import { createDb } from "../../src/db/client.ts";
 import { providerForSending } from "../../src/messaging/providers/service.ts";
+import { verifySecretKey } from "../../src/messaging/secret-key.ts";
 import { SecretBox } from "../../src/messaging/secrets.ts";
 import { startTidings, type Tidings } from "../../src/server.ts";
 import { createTestApp, createTestDatabase, type TestApp } from "../support/app.ts";
@@ -71,6 +74,52 @@ describe("TIDINGS_SECRET_KEY at boot", () => {
     // Rotated for good: the new key alone starts, the old one no longer does.
     await stop(await start({ TIDINGS_SECRET_KEY: KEY_B }));
     await expect(start({ TIDINGS_SECRET_KEY: KEY_A })).rejects.toThrow(/TIDINGS_SECRET_KEY/);
+  });
+});
+
+/** A TCP proxy to `url`'s server that holds each new connection `delayMs` before passing it on; answers the proxied URL. */
+async function slowToConnect(url: string, delayMs: number) {
+  const target = new URL(url);
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    sockets.add(client);
+    client.pause();
+    setTimeout(() => {
+      const upstream = net.connect(Number(target.port), target.hostname, () => client.resume());
+      sockets.add(upstream);
+      client.pipe(upstream).pipe(client);
+      const end = () => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on("error", end).on("close", end);
+      upstream.on("error", end).on("close", end);
+    }, delayMs);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const proxied = new URL(url);
+  proxied.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: proxied.toString(),
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((r) => server.close(r));
+    },
+  };
+}
+
+describe("the check on a slow database", () => {
+  it("a database taking 3 s to accept a connection (replicas starting at once on a busy server) does not stop the boot", {
+    timeout: 30_000,
+  }, async () => {
+    const slow = await slowToConnect(databaseUrl, 3_000);
+    const db = createDb(slow.url);
+    try {
+      await verifySecretKey(db.prisma, { secretKey: KEY_B, previousSecretKey: undefined }, () => {});
+    } finally {
+      await db.close();
+      await slow.close();
+    }
   });
 });
 
