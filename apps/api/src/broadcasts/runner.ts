@@ -2,13 +2,14 @@
 // member, unique per (broadcast, user)) and wakes the broadcast's senders; the sending itself is
 // the delivery pipeline's (messaging/send-jobs.ts), for which a broadcast is one kind of source.
 // A job every second starts broadcasts whose start job was lost.
-import type { MessageTemplateDefinition, SegmentDefinition } from "@tidings/schema";
+import type { MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { empty, type Sql, sql } from "../db/sql.ts";
 import { inTransaction } from "../db/transaction.ts";
 import type { JobLayer } from "../jobs/index.ts";
 import type { SendJobs } from "../messaging/send-jobs.ts";
 import type { DeliverySource, StreamSettings } from "../messaging/sources.ts";
+import { parseStoredDefinition } from "../segments/engine/compile.ts";
 import type { SegmentEngine } from "../segments/engine/index.ts";
 import type { PrismaClient } from "../db/client.ts";
 import { releaseBroadcast, START_TASK } from "./service.ts";
@@ -29,7 +30,7 @@ export interface BroadcastRunnerOptions {
 /** A broadcast as the runner reads it (`COLUMNS`). */
 interface BroadcastRow {
   status: string;
-  request: { segmentDefinition?: SegmentDefinition; subscriptionGroupId?: string };
+  request: { segmentDefinition?: unknown; subscriptionGroupId?: string };
   template: MessageTemplateDefinition;
   channel: string;
   segment_id: string | null;
@@ -114,7 +115,11 @@ export class BroadcastRunner {
     if (b.segment_id) await this.o.segments.settle(workspaceId);
     const audience = b.segment_id
       ? sql`SELECT profile_id FROM segment_memberships WHERE workspace_id = ${workspaceId} AND segment_id = ${b.segment_id}::uuid`
-      : await this.o.segments.membersOf(workspaceId, b.request.segmentDefinition!, broadcastId);
+      : await this.o.segments.membersOf(
+          workspaceId,
+          parseStoredDefinition(b.request.segmentDefinition, `broadcast ${broadcastId}`),
+          broadcastId,
+        );
     const freeze = async (limit: Sql, started: boolean) => {
       const client = await this.o.pool.connect();
       try {

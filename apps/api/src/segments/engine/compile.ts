@@ -7,7 +7,7 @@
 // statement around it may use too. It returns one row per profile in scope: (profile_id, member,
 // next_at), next_at being the next instant after now at which the result could change with no
 // new data (a window opening or closing), or NULL.
-import type { SegmentDefinition, SegmentNode } from "@tidings/schema";
+import { manualSegmentDefinition, SegmentDefinition, type SegmentNode } from "@tidings/schema";
 import { join, type Param, param, raw, type Sql, sql } from "../../db/sql.ts";
 import { outboxKey } from "../../outbox/index.ts";
 import { type Condition, compileNode, least } from "./compile-nodes.ts";
@@ -28,6 +28,21 @@ export function segmentInputs(workspaceId: string, segmentId: string, now: Date,
 }
 
 export type SubscriptionGroupTypes = ReadonlyMap<string, "OptIn" | "OptOut">;
+
+/**
+ * A definition read back from the database (a segment's, a broadcast's inline audience), parsed
+ * with the schema before any of it reaches SQL text; `owner` names it in the error.
+ */
+export function parseStoredDefinition(stored: unknown, owner: string): SegmentDefinition {
+  const parsed = SegmentDefinition.safeParse(stored);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((i) => `${i.path.length > 0 ? i.path.join(".") : "(definition)"}: ${i.message}`);
+  throw new Error(`${owner}: the stored definition is not a valid segment definition (${issues.join("; ")})`);
+}
+
+/** A segments row's definition, parsed; a row stored without one is a manual segment. */
+export const storedSegmentDefinition = (row: { id: string; definition: unknown }): SegmentDefinition =>
+  row.definition === null ? manualSegmentDefinition() : parseStoredDefinition(row.definition, `segment ${row.id}`);
 
 /** Nodes by id (the entry node included). */
 export function nodesById(def: SegmentDefinition): Map<string, SegmentNode> {

@@ -2,10 +2,10 @@
 // it no longer finds leave (each recorded with its time, and enters of a segment a journey uses
 // also as journey signals: the journey runtime's entries and wake-ups), the per-user next instants are kept,
 // and the segment's member count follows — all in the statement, so it is all or nothing.
-import { manualSegmentDefinition, type SegmentDefinition } from "@tidings/schema";
+import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { raw, type Sql, sql } from "../../db/sql.ts";
-import { compileSegment, type SubscriptionGroupTypes, segmentInputs } from "./compile.ts";
+import { compileSegment, type SubscriptionGroupTypes, segmentInputs, storedSegmentDefinition } from "./compile.ts";
 
 export interface SegmentToEvaluate {
   workspaceId: string;
@@ -115,12 +115,12 @@ export async function membersNow(
   now: Date,
 ): Promise<Set<string>> {
   if (userIds.length === 0) return new Set();
-  const { rows } = await db.query<{ definition: SegmentDefinition | null }>(
-    "SELECT definition FROM segments WHERE workspace_id = $1 AND id = $2",
+  const { rows } = await db.query<{ id: string; definition: unknown }>(
+    "SELECT id, definition FROM segments WHERE workspace_id = $1 AND id = $2",
     [workspaceId, segmentId],
   );
   if (rows.length === 0) return new Set();
-  const definition = rows[0]!.definition ?? manualSegmentDefinition();
+  const definition = storedSegmentDefinition(rows[0]!);
   const inputs = segmentInputs(workspaceId, segmentId, now, userIds);
   const members = await db.query<{ profile_id: string }>(
     sql`SELECT profile_id FROM (${compileSegment(definition, await subscriptionGroupTypes(db, workspaceId), inputs)}) r WHERE member`,

@@ -7,13 +7,13 @@
 // evaluations of a workspace ever overlap. Workers wake it
 // on the outbox's NOTIFY; a job every second wakes it for timers, recomputes and anything a
 // missed notification left behind.
-import { manualSegmentDefinition, type SegmentDefinition } from "@tidings/schema";
+import type { SegmentDefinition } from "@tidings/schema";
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import { OUTBOX_CHANNEL, type OutboxHandOff, type OutboxRow, outboxKey } from "../../outbox/index.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
-import { segmentDependencies, type SubscriptionGroupTypes } from "./compile.ts";
+import { segmentDependencies, storedSegmentDefinition, type SubscriptionGroupTypes } from "./compile.ts";
 import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
 
 const REFRESH = "segments.refresh";
@@ -30,7 +30,7 @@ const TIMER_BATCH = 5000;
 
 interface StoredSegment {
   id: string;
-  definition: SegmentDefinition | null;
+  definition: unknown;
   definition_updated_at: Date;
   last_recomputed: Date | null;
   depends_on: string[] | null;
@@ -221,8 +221,7 @@ export class SegmentEngine {
        WHERE workspace_id = $1 AND ${where}`,
       [workspaceId, ...values],
     );
-    // A row stored without a definition is a manual segment.
-    return rows.map((r) => ({ ...r, definition: r.definition ?? manualSegmentDefinition() }));
+    return rows.map((r) => ({ ...r, definition: storedSegmentDefinition(r) }));
   }
 
   private groupTypes(db: Pick<pg.Pool, "query">, workspaceId: string): Promise<SubscriptionGroupTypes> {
