@@ -7,11 +7,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
-import { callApi, killStarted, type ServerProcess, startLoad, startServer } from "./server-process.ts";
+import { callApi, countStored, killStarted, type ServerProcess, startLoad, startServer } from "./server-process.ts";
 
 const OUTAGES = 3;
 const DOWN_MS = 10_000;
@@ -71,22 +70,6 @@ async function memberSince(server: ServerProcess, adminKey: string, segmentId: s
     } else await res.text();
     if (Date.now() > deadline) throw new Error(`${userId} never entered the segment`);
     await sleep(50);
-  }
-}
-
-/** How many of `ids` the events table holds. */
-async function countStored(databaseUrl: string, workspaceId: string, ids: string[]): Promise<{ stored: number; missing: string[] }> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ message_id: string }>(
-      "SELECT message_id FROM events WHERE workspace_id = $1 AND message_id = ANY($2::text[])",
-      [workspaceId, ids],
-    );
-    const found = new Set(rows.map((r) => r.message_id));
-    return { stored: rows.length, missing: ids.filter((id) => !found.has(id)) };
-  } finally {
-    await client.end();
   }
 }
 

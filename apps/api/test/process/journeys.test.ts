@@ -10,7 +10,18 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../support/app.ts";
 import { expectEachOnce, startTally, type Tally } from "../support/receiver.ts";
-import { callApi, killStarted, listAll, type ServerProcess, startServer, waitGone, waitUntil } from "./server-process.ts";
+import {
+  callApi,
+  errorsIn,
+  killServer as kill,
+  killStarted,
+  listAll,
+  putWebhookJourney,
+  type ServerProcess,
+  startServer,
+  stopServer as stop,
+  waitUntil,
+} from "./server-process.ts";
 
 const USERS = 200;
 /** The receiver's answer time on the slow path: a chunk of deliveries takes about a second to send. */
@@ -42,18 +53,6 @@ afterAll(async () => {
 
 const startWorker = () => startServer(dir, { ...env, TIDINGS_ROLE: "worker" });
 
-async function kill(worker: ServerProcess) {
-  process.kill(-worker.child.pid!, "SIGKILL");
-  await waitGone(worker.child.pid!, true);
-}
-
-/** Stops a worker as an orchestrator would (SIGTERM); it must exit cleanly. */
-async function stop(worker: ServerProcess) {
-  process.kill(worker.child.pid!, "SIGTERM");
-  expect((await worker.exited)[0], worker.output()).toBe(0);
-  await waitGone(worker.child.pid!, true);
-}
-
 /**
  * A workspace with a manual segment and a Running journey: entry → (a delay) → a webhook to
  * `/${hook}` naming the user → exit. `before` are members when it starts, `after` join later.
@@ -69,23 +68,7 @@ async function journeyOf(name: string, hook: string, delaySeconds: number | null
   await add(before);
   // Started at once, while the engine may still be applying them: the journey's start enters
   // them either way (its entry job waits for an evaluation under way).
-  const template = await admin("PUT", "/api/admin/content/templates", {
-    name: "hello",
-    definition: { type: "Webhook", url: `${receiver.url}/${hook}`, method: "POST", body: '{"user":"{{ user.id }}"}' },
-  });
-  const send = { id: "send", type: "MessageNode", channel: "Webhook", templateId: template.id, child: "ExitNode" };
-  const nodes = delaySeconds
-    ? [{ id: "wait", type: "DelayNode", variant: { type: "Second", seconds: delaySeconds }, child: "send" }, send]
-    : [send];
-  const journey = await admin("PUT", "/api/admin/journeys", {
-    name,
-    status: "Running",
-    definition: {
-      entryNode: { type: "EntryNode", segment: segment.id, child: nodes[0]!.id },
-      nodes,
-      exitNode: { type: "ExitNode", id: "ExitNode" },
-    },
-  });
+  const journey = await putWebhookJourney(admin, { name, segmentId: segment.id, url: `${receiver.url}/${hook}`, delaySeconds });
   await add(after);
   const stats = () => admin("GET", `/api/admin/journeys/${journey.id}/stats`);
   return {
@@ -140,11 +123,6 @@ function expectOnlyDeliveryIds(got: Map<string, string[]>, ids: string[]) {
 }
 
 const usersOf = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}-${i}`);
-const errorsIn = (w: ServerProcess) =>
-  w
-    .output()
-    .split("\n")
-    .filter((l) => /"level":(50|60)/.test(l));
 
 describe("journeys across processes", () => {
   it("runs waiting in a delay when their worker is SIGKILLed go on in a new worker: each user messaged once", {

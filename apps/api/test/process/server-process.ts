@@ -7,11 +7,15 @@ import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 import { expect } from "vitest";
 import { freePort } from "../../src/db/embedded.ts";
 
 const API_DIR = fileURLToPath(new URL("../..", import.meta.url));
 export const BATCH = 20;
+const START_MS = 90_000;
+/** How long `callApi` keeps asking while the server answers 503 + Retry-After (overloaded, starting). */
+const UNAVAILABLE_MS = 30_000;
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -46,10 +50,11 @@ export async function startServer(dir: string, extraEnv: NodeJS.ProcessEnv = {})
   child.stderr!.on("data", (d) => (log += d));
   const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 40_000;
+  // Generous: several servers starting at once on a busy 2-core machine take tens of seconds.
+  const deadline = Date.now() + START_MS;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start:\n${log}`);
-    if (Date.now() > deadline) throw new Error(`server not ready after 40 s:\n${log}`);
+    if (Date.now() > deadline) throw new Error(`server not ready after ${START_MS / 1000} s:\n${log}`);
     const ready = await fetch(`${url}/health/ready`).then(
       (r) => r.ok,
       () => false,
@@ -59,16 +64,26 @@ export async function startServer(dir: string, extraEnv: NodeJS.ProcessEnv = {})
   }
 }
 
-/** An API call with a bearer key; throws on a status of 300 or more, naming it. */
+/**
+ * An API call with a bearer key, asked again after a 503 + Retry-After as a client would (for at
+ * most 30 s: a loaded machine's event-loop guard); throws on any other status of 300 or more, naming it.
+ */
 export async function callApi(server: ServerProcess, key: string, method: string, p: string, body?: unknown) {
-  const res = await fetch(server.url + p, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
+  const deadline = Date.now() + UNAVAILABLE_MS;
+  for (;;) {
+    const res = await fetch(server.url + p, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    if (res.status === 503 && res.headers.get("retry-after") && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      continue;
+    }
+    if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  }
 }
 
 /** Every item of a paged admin list (`p` without limit or cursor), through `callApi`. */
@@ -82,6 +97,34 @@ export async function listAll(server: ServerProcess, key: string, p: string): Pr
     cursor = page.nextCursor;
   } while (cursor);
   return items;
+}
+
+/**
+ * PUTs a template and a Running journey through `admin` (an API call with the workspace's admin
+ * key): entry on `segmentId` → (a delay of `delaySeconds`) → a webhook POST to `url` whose body
+ * names the user (`{"user": …}`, what a `Tally` counts) → exit. Answers the journey.
+ */
+export async function putWebhookJourney(
+  admin: (method: string, p: string, body?: unknown) => Promise<any>,
+  o: { name: string; segmentId: string; url: string; delaySeconds: number | null },
+) {
+  const template = await admin("PUT", "/api/admin/content/templates", {
+    name: `${o.name}-hook`,
+    definition: { type: "Webhook", url: o.url, method: "POST", body: '{"user":"{{ user.id }}"}' },
+  });
+  const send = { id: "send", type: "MessageNode", channel: "Webhook", templateId: template.id, child: "ExitNode" };
+  const nodes = o.delaySeconds
+    ? [{ id: "wait", type: "DelayNode", variant: { type: "Second", seconds: o.delaySeconds }, child: "send" }, send]
+    : [send];
+  return admin("PUT", "/api/admin/journeys", {
+    name: o.name,
+    status: "Running",
+    definition: {
+      entryNode: { type: "EntryNode", segment: o.segmentId, child: nodes[0]!.id },
+      nodes,
+      exitNode: { type: "ExitNode", id: "ExitNode" },
+    },
+  });
 }
 
 /** Polls `check` every 50 ms until it holds; throws naming `what` after `ms`. */
@@ -119,6 +162,42 @@ export async function waitGone(pid: number, group = false) {
   }
 }
 
+/** SIGKILLs a server's whole process group (a crash) and waits until it is gone. */
+export async function killServer(server: ServerProcess) {
+  process.kill(-server.child.pid!, "SIGKILL");
+  await waitGone(server.child.pid!, true);
+}
+
+/** Stops a server as an orchestrator would (SIGTERM); it must exit cleanly. */
+export async function stopServer(server: ServerProcess) {
+  process.kill(server.child.pid!, "SIGTERM");
+  expect((await server.exited)[0], server.output()).toBe(0);
+  await waitGone(server.child.pid!, true);
+}
+
+/** The lines a server logged at level error or fatal. */
+export const errorsIn = (server: ServerProcess) =>
+  server
+    .output()
+    .split("\n")
+    .filter((l) => /"level":(50|60)/.test(l));
+
+/** How many of `ids` a workspace's events table holds, read from the database itself, and which it lacks. */
+export async function countStored(databaseUrl: string, workspaceId: string, ids: string[]): Promise<{ stored: number; missing: string[] }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ message_id: string }>(
+      "SELECT message_id FROM events WHERE workspace_id = $1 AND message_id = ANY($2::text[])",
+      [workspaceId, ids],
+    );
+    const found = new Set(rows.map((r) => r.message_id));
+    return { stored: rows.length, missing: ids.filter((id) => !found.has(id)) };
+  } finally {
+    await client.end();
+  }
+}
+
 /** Kills whatever the tests started and left running. */
 export async function killStarted() {
   for (const child of started) if (child.pid && alive(child.pid, true)) process.kill(-child.pid, "SIGKILL");
@@ -128,6 +207,8 @@ export async function killStarted() {
 export interface Load {
   /** messageIds of every batch answered 204. */
   acked: string[];
+  /** When each 204 arrived (ms since epoch), in order. */
+  ackedAt: number[];
   /** Batches answered 503 with Retry-After and the error envelope. */
   unavailable: number;
   /** Every answer other than 204, or 503 with Retry-After and the error envelope, as `status body`. */
@@ -150,7 +231,7 @@ const isUnavailableEnvelope = (text: string) => {
  */
 export function startLoad(server: ServerProcess, writeKey: string, tag: string, loops = 8, pauseOn503Ms = 0): Load {
   const auth = `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`;
-  const load: Load = { acked: [], unavailable: 0, wrong: [], stop: async () => {} };
+  const load: Load = { acked: [], ackedAt: [], unavailable: 0, wrong: [], stop: async () => {} };
   let stopping = false;
   const client = async (loop: number) => {
     for (let n = 0; !stopping; n++) {
@@ -169,7 +250,10 @@ export function startLoad(server: ServerProcess, writeKey: string, tag: string, 
           body: JSON.stringify({ batch }),
         });
         const text = await res.text();
-        if (res.status === 204) load.acked.push(...ids);
+        if (res.status === 204) {
+          load.acked.push(...ids);
+          load.ackedAt.push(Date.now());
+        }
         // 503 + Retry-After is the server shedding load, closing or without its database: a valid answer.
         else if (res.status === 503 && res.headers.get("retry-after") && isUnavailableEnvelope(text)) {
           load.unavailable++;
