@@ -107,6 +107,31 @@ describe("stop()", () => {
     hold.open();
   });
 
+  it("stops at once after a job's completion had to be recorded again (the database went away for a moment)", async () => {
+    const layer = jobs.layer("worker", { stopTimeoutMs: 1_000 });
+    const done: number[] = [];
+    layer.register("blip", async (payload: { n: number }) => {
+      // The job table goes away under the first job: recording its completion fails until it is back.
+      if (payload.n === 1) await jobs.query("ALTER TABLE graphile_worker._private_jobs RENAME TO _private_jobs_away");
+      done.push(payload.n);
+    });
+    await layer.start();
+    await layer.add("blip", { n: 1 });
+    await waitFor("the first job", () => done.includes(1));
+    await sleep(300);
+    await jobs.query("ALTER TABLE graphile_worker._private_jobs_away RENAME TO _private_jobs");
+    await waitFor("the first completion recorded", async () => (await jobRows(jobs, "blip")).length === 0);
+    // Later completions go through at the first attempt.
+    await layer.add("blip", { n: 2 });
+    await waitFor("the second completion recorded", async () => done.includes(2) && (await jobRows(jobs, "blip")).length === 0);
+
+    const t0 = Date.now();
+    const stopped = await Promise.race([layer.stop().then(() => true), sleep(5_000).then(() => false)]);
+    expect(stopped, "stop() finished").toBe(true);
+    // Gracefully: not after giving up on jobs at stopTimeoutMs.
+    expect(Date.now() - t0).toBeLessThan(1_000);
+  });
+
   it("can be called before start() and more than once", async () => {
     const layer = jobs.layer("worker");
     await Promise.all([layer.stop(), layer.stop()]);
