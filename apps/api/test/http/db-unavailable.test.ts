@@ -115,7 +115,8 @@ describe("errors of an unreachable database", () => {
   });
 
   it("pg: no connection free within the pool's connectionTimeoutMillis", async () => {
-    const pool = new pg.Pool({ connectionString: databaseUrl, max: 1, connectionTimeoutMillis: 50 });
+    // Long enough for the first connection on a loaded machine; the second waits it out.
+    const pool = new pg.Pool({ connectionString: databaseUrl, max: 1, connectionTimeoutMillis: 2000 });
     const held = await pool.connect();
     const err = await thrown(() => pool.connect());
     held.release();

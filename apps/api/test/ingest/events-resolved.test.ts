@@ -98,6 +98,7 @@ describe("migration events_identity_id", () => {
         "events_workspace_id_event_event_time_idx",
         "events_workspace_id_event_time_idx",
         "events_workspace_id_identity_id_event_time_idx",
+        "events_workspace_id_received_at_idx",
       ]);
     } finally {
       await c.end();
