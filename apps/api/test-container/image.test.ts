@@ -31,6 +31,7 @@ const figures: string[] = [];
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 
+// biome-ignore lint/suspicious/noExplicitAny: admin API answers are read field by field, as in test/process
 async function call(url: string, key: string, method: string, p: string, body?: unknown): Promise<any> {
   const res = await fetch(url + p, {
     method,
