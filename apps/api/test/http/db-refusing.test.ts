@@ -12,18 +12,9 @@ import { inject } from "vitest";
 import { createDb } from "../../src/db/client.ts";
 import { registerErrorHandling } from "../../src/http/errors.ts";
 import { createTestApp, createTestDatabase, type TestApp } from "../support/app.ts";
-import { basic, bearer, request, type Res } from "../support/http.ts";
+import { basic, bearer, request, type Res, thrown } from "../support/http.ts";
 
 const MESSAGE = "The database cannot take this request right now; retry later";
-
-async function thrown(work: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await work();
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a failure");
-}
 
 const raiseStatement = (sqlState: string) => `RAISE EXCEPTION 'simulated: % on /pgdata/base', '${sqlState}' USING ERRCODE = '${sqlState}'`;
 const raise = (sqlState: string) => `DO $$ BEGIN ${raiseStatement(sqlState)}; END $$`;

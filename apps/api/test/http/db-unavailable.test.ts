@@ -14,16 +14,7 @@ import { buildApp } from "../../src/http/app.ts";
 import { registerErrorHandling } from "../../src/http/errors.ts";
 import { createContext } from "../../src/server.ts";
 import { createTestDatabase } from "../support/app.ts";
-
-/** Runs `work` and returns what it threw. */
-async function thrown(work: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await work();
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a failure");
-}
+import { thrown } from "../support/http.ts";
 
 /** Ends, from another session, the sessions of `databaseUrl` named `application` once they run a statement. */
 async function terminateWhenBusy(application: string) {

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMetrics } from "../../src/http/metrics.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
-import { request } from "../support/http.ts";
+import { scrapeMetrics } from "../support/http.ts";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -15,12 +15,7 @@ afterAll(async () => {
 });
 
 async function scrape() {
-  const text = (await request(t.url, "GET", "/metrics")).text;
-  const value = (name: string) => {
-    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
-    expect(line, `${name} in /metrics`).toBeDefined();
-    return Number(line!.split(" ")[1]);
-  };
+  const value = await scrapeMetrics(t.url);
   return { depth: value("tidings_jobs_queue_depth"), age: value("tidings_jobs_oldest_age_seconds") };
 }
 

@@ -35,6 +35,15 @@ async function withEngineHeld(workspaceId: string, fn: () => Promise<void>): Pro
   }
 }
 
+/** Saves a segment through `t`; returns its id. */
+async function saveSegment(t: TestApp, adminKey: string, name: string, definition: unknown): Promise<string> {
+  const saved = await request(t.url, "PUT", "/api/admin/segments", { headers: bearer(adminKey), body: { name, definition } });
+  expect(saved.status, saved.text).toBe(200);
+  return saved.body.id;
+}
+
+const buyers = single({ type: "Performed", event: "Bought" } as never);
+
 const send = async (t: TestApp, writeKey: string, events: unknown[]) => {
   const res = await request(t.url, "POST", "/api/public/apps/batch", { headers: basic(writeKey), body: { batch: events } });
   expect(res.status, res.text).toBe(204);
@@ -51,30 +60,21 @@ it("a commit nothing depends on adds nothing for the engine", async () => {
 
 it("a segment saved through another server is honoured by this server's next commit", async () => {
   const ws = await a.newWorkspace();
-  const saved = await request(b.url, "PUT", "/api/admin/segments", {
-    headers: bearer(ws.adminKey),
-    body: { name: "buyers", definition: single({ type: "Performed", event: "Bought" } as never) },
-  });
-  expect(saved.status, saved.text).toBe(200);
+  const id = await saveSegment(b, ws.adminKey, "buyers", buyers);
   const left = await withEngineHeld(ws.id, async () => {
     await send(a, ws.writeKey, [track({ userId: "cy" }, "Browsed", Date.now())]);
     await send(a, ws.writeKey, [track({ userId: "cy" }, "Bought", Date.now())]);
   });
   expect(left.map((r) => r.keys)).toEqual([["e:Bought"]]);
   await a.ctx.segments.settle(ws.id);
-  const members = await request(a.url, "GET", `/api/admin/segments/${saved.body.id}/users`, { headers: bearer(ws.adminKey) });
+  const members = await request(a.url, "GET", `/api/admin/segments/${id}/users`, { headers: bearer(ws.adminKey) });
   expect(members.body.items.map((u: { userId: string }) => u.userId)).toEqual(["cy"]);
 });
 
 it("a commit's changes are recorded apart by what they change, so a segment is asked only about the users it depends on", async () => {
   const ws = await a.newWorkspace();
-  for (const [name, definition] of [
-    ["buyers", single({ type: "Performed", event: "Bought" } as never)],
-    ["pro", single({ type: "Trait", path: "plan", operator: { type: "Equals", value: "pro" } } as never)],
-  ] as const) {
-    const saved = await request(a.url, "PUT", "/api/admin/segments", { headers: bearer(ws.adminKey), body: { name, definition } });
-    expect(saved.status, saved.text).toBe(200);
-  }
+  await saveSegment(a, ws.adminKey, "buyers", buyers);
+  await saveSegment(a, ws.adminKey, "pro", single({ type: "Trait", path: "plan", operator: { type: "Equals", value: "pro" } } as never));
   const left = await withEngineHeld(ws.id, async () => {
     await send(a, ws.writeKey, [
       identify("ann", { plan: "pro" }, Date.now()),
@@ -93,11 +93,7 @@ it("a commit's changes are recorded apart by what they change, so a segment is a
 
 it("ingestion wakes the engine once while its outbox holds rows, not at every commit", async () => {
   const ws = await a.newWorkspace();
-  const saved = await request(a.url, "PUT", "/api/admin/segments", {
-    headers: bearer(ws.adminKey),
-    body: { name: "buyers", definition: single({ type: "Performed", event: "Bought" } as never) },
-  });
-  expect(saved.status, saved.text).toBe(200);
+  await saveSegment(a, ws.adminKey, "buyers", buyers);
   await a.ctx.segments.settle(ws.id);
   const listener = await a.ctx.db.pool.connect();
   const woken: string[] = [];

@@ -3,7 +3,7 @@
 // long each change waited for its segments to be current.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "../support/app.ts";
-import { request } from "../support/http.ts";
+import { scrapeMetrics } from "../support/http.ts";
 import { identify, segmentWorld, single } from "./support.ts";
 
 let t: TestApp;
@@ -16,12 +16,7 @@ afterAll(async () => {
 });
 
 async function scrape() {
-  const text = (await request(t.url, "GET", "/metrics")).text;
-  const value = (name: string) => {
-    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
-    expect(line, `${name} in /metrics`).toBeDefined();
-    return Number(line!.split(" ")[1]);
-  };
+  const value = await scrapeMetrics(t.url);
   return {
     oldest: value("tidings_segment_outbox_oldest_age_seconds"),
     count: value("tidings_segment_engine_lag_seconds_count"),

@@ -31,3 +31,23 @@ export async function request<T = any>(
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 export const basic = (key: string) => ({ authorization: `Basic ${key}` });
+
+/** Reads /metrics once; `value(name)` is that unlabelled sample's number (the sample must be there). */
+export async function scrapeMetrics(base: string) {
+  const text = (await request(base, "GET", "/metrics")).text;
+  return (name: string) => {
+    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+    if (line === undefined) throw new Error(`${name} is not in /metrics`);
+    return Number(line.split(" ")[1]);
+  };
+}
+
+/** Runs `work` and returns what it threw (failing when it did not). */
+export async function thrown(work: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await work();
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected a failure");
+}
