@@ -35,25 +35,34 @@ export const edge = (source: string, target: string) => ({
   data: { type: "JourneyUiDefinitionEdgeProps" },
 });
 
-/** entry → delay → segment split (true: message, false: straight on) → exit, as an editor draws it. */
-export function fullDraft(ids: { entrySegment: string; splitSegment: string; templateId: string }) {
+/**
+ * entry → delay → segment split (true: message, false: straight on) → exit, as an editor draws it,
+ * with the entry's and the delay's variants given.
+ */
+export function draft(v: {
+  entry: Record<string, unknown>;
+  delay: Record<string, unknown>;
+  splitSegment: string;
+  templateId: string;
+  splitName?: string;
+}) {
   return {
     nodes: [
-      uiNode("EntryNode", { type: "EntryUiNode", variant: { type: "EntryNode", segment: ids.entrySegment } }),
-      uiNode("delay-1", { type: "DelayNode", variant: { type: "Second", seconds: 3600 } }),
+      uiNode("EntryNode", { type: "EntryUiNode", variant: v.entry }),
+      uiNode("delay-1", { type: "DelayNode", variant: v.delay }),
       uiNode("split-1", {
         type: "SegmentSplitNode",
-        name: "Is VIP?",
-        segmentId: ids.splitSegment,
+        ...(v.splitName === undefined ? {} : { name: v.splitName }),
+        segmentId: v.splitSegment,
         trueLabelNodeId: "split-1-true",
         falseLabelNodeId: "split-1-false",
       }),
       labelNode("split-1-true", "true"),
       labelNode("split-1-false", "false"),
-      uiNode("msg-1", { type: "MessageNode", name: "Welcome", channel: "Email", templateId: ids.templateId }),
+      uiNode("msg-1", { type: "MessageNode", name: "Welcome", channel: "Email", templateId: v.templateId }),
       emptyNode("join-1"),
       uiNode("ExitNode", { type: "ExitNode" }),
-    ],
+    ] as Record<string, unknown>[],
     edges: [
       edge("EntryNode", "delay-1"),
       edge("delay-1", "split-1"),
@@ -66,6 +75,16 @@ export function fullDraft(ids: { entrySegment: string; splitSegment: string; tem
     ],
   };
 }
+
+/** `draft` entering a segment, waiting an hour, splitting on "Is VIP?". */
+export const fullDraft = (ids: { entrySegment: string; splitSegment: string; templateId: string }) =>
+  draft({
+    entry: { type: "EntryNode", segment: ids.entrySegment },
+    delay: { type: "Second", seconds: 3600 },
+    splitSegment: ids.splitSegment,
+    templateId: ids.templateId,
+    splitName: "Is VIP?",
+  });
 
 /** A valid definition: entry segment → message → exit. */
 export const simpleDefinition = (segment: string, templateId: string) => ({

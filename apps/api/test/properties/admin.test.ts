@@ -15,7 +15,7 @@ import {
 import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { edge, emptyNode, insertGroup, insertSegment, insertTemplate, labelNode, uiNode } from "../journeys/fixtures.ts";
+import { draft, insertGroup, insertSegment, insertTemplate } from "../journeys/fixtures.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
 import { hostile, numRuns, plainString } from "./arbitraries.ts";
@@ -264,34 +264,11 @@ const journeyDraft = fc
     template: templateId(),
     position: fc.record({ x: fc.double({ noNaN: true, noDefaultInfinity: true }), y: fc.integer() }),
   })
-  .map(({ entry, delay, split, template, position }) => ({
-    nodes: [
-      { ...uiNode("EntryNode", { type: "EntryUiNode", variant: entry }), position },
-      uiNode("delay-1", { type: "DelayNode", variant: delay }),
-      uiNode("split-1", {
-        type: "SegmentSplitNode",
-        segmentId: split,
-        trueLabelNodeId: "split-1-true",
-        falseLabelNodeId: "split-1-false",
-      }),
-      labelNode("split-1-true", "true"),
-      labelNode("split-1-false", "false"),
-      uiNode("msg-1", { type: "MessageNode", name: "Welcome", channel: "Email", templateId: template }),
-      emptyNode("join-1"),
-      uiNode("ExitNode", { type: "ExitNode" }),
-    ],
-    edges: [
-      edge("EntryNode", "delay-1"),
-      edge("delay-1", "split-1"),
-      edge("split-1", "split-1-true"),
-      edge("split-1", "split-1-false"),
-      edge("split-1-true", "msg-1"),
-      edge("msg-1", "join-1"),
-      edge("split-1-false", "join-1"),
-      edge("join-1", "ExitNode"),
-    ],
-    viewport: { zoom: 1 },
-  }));
+  .map(({ entry, delay, split, template, position }) => {
+    const d = draft({ entry, delay, splitSegment: split, templateId: template });
+    d.nodes[0] = { ...d.nodes[0], position };
+    return { ...d, viewport: { zoom: 1 } };
+  });
 
 const journeyDefinition = fc
   .record({ segment: segmentId(), template: templateId(), group: fc.option(fc.constant(null).map(() => group)), wait: seconds })
