@@ -4,13 +4,11 @@
 // (the error envelope) meanwhile, keep every acknowledged event, say it is not ready while the
 // database is away, and have its segment engine follow a new event within 2 s of each return; a
 // paced broadcast sending all along completes with each member reached once.
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
-import { callApi, countStored, killStarted, type ServerProcess, startLoad, startServer } from "./server-process.ts";
+import { callApi, cleanUp, countStored, type ServerProcess, sleep, startLoad, startServer, tempDir } from "./server-process.ts";
 
 const OUTAGES = 3;
 const DOWN_MS = 10_000;
@@ -26,18 +24,15 @@ const PG_FLAGS = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full
 /** Members of the broadcast, sent at 10 a second: it spans the three outages. */
 const MEMBERS = 400;
 
-let dir: string | null = null;
 let database: EmbeddedDatabase | null = null;
 let receiver: Receiver | null = null;
 
-afterAll(async () => {
-  await killStarted();
-  await receiver?.close();
-  await database?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+afterAll(() =>
+  cleanUp(
+    () => receiver?.close(),
+    () => database?.stop(),
+  ),
+);
 
 const call = callApi;
 
@@ -77,10 +72,10 @@ describe("the database goes away and comes back", () => {
   it("three 10 s stops of PostgreSQL under ingestion: the server stays up, answers 204 or 503 + Retry-After, loses nothing acknowledged, and its segments follow events again", {
     timeout: 240_000,
   }, async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), "tidings-db-restart-"));
+    const dir = await tempDir("db-restart");
     const port = await freePort();
     // The temporary directory itself is the data directory (as root, it is opened to `postgres`).
-    const startDatabase = () => startEmbeddedPostgres({ dataDir: dir!, port, postgresFlags: PG_FLAGS });
+    const startDatabase = () => startEmbeddedPostgres({ dataDir: dir, port, postgresFlags: PG_FLAGS });
     database = await startDatabase();
     const databaseUrl = database.urlFor("postgres");
     /** webhook-id → the users it carried (one per request). */

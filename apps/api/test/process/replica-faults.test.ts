@@ -6,8 +6,6 @@
 // ingestion through both apis and with a journey taking new users: only 204 or 503 + Retry-After
 // (no 500), no acknowledged event lost, ingestion back soon after the database, and every run of
 // the journey completes with its user messaged once; every process then stops cleanly on SIGTERM.
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from "../../src/db/embedded.ts";
@@ -18,7 +16,9 @@ import {
   countStored,
   errorsIn,
   killServer,
-  killStarted,
+  cleanUp,
+  sleep,
+  tempDir,
   listAll,
   putWebhookJourney,
   type ServerProcess,
@@ -38,27 +38,19 @@ const PG_FLAGS = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full
 const SLOW_MS = 300;
 
 let receiver: Tally;
-const dirs: string[] = [];
 let database: EmbeddedDatabase | null = null;
 
 beforeAll(async () => {
   receiver = await startTally((p) => (p.startsWith("/slow") ? SLOW_MS : 0));
 });
-afterAll(async () => {
-  await killStarted();
-  await receiver?.close();
-  await database?.stop();
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() =>
+  cleanUp(
+    () => receiver?.close(),
+    () => database?.stop(),
+  ),
+);
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const usersOf = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}-${i}`);
-
-async function tempDir(tag: string) {
-  const dir = await mkdtemp(path.join(os.tmpdir(), `tidings-${tag}-`));
-  dirs.push(dir);
-  return dir;
-}
 
 async function workspace(api: ServerProcess, name: string) {
   const ws = await callApi(api, ROOT_KEY, "POST", "/api/admin/workspaces", { name });

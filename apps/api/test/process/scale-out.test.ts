@@ -4,8 +4,6 @@
 // that users enter as the ingested identifies move them into its segment, all at once. Every
 // event is stored once, every user messaged exactly once per source, and the segment follows an
 // identify (the identify's commit → the commit of the membership change row) within 1 s at p95.
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
@@ -15,7 +13,9 @@ import {
   callApi,
   countStored,
   errorsIn,
-  killStarted,
+  cleanUp,
+  sleep,
+  tempDir,
   listAll,
   putWebhookJourney,
   type ServerProcess,
@@ -47,18 +47,15 @@ const PG_FLAGS = [
   ["max_connections", "200"],
 ].flatMap(([k, v]) => ["-c", `${k}=${v}`]);
 
-let dir: string | null = null;
 let database: EmbeddedDatabase | null = null;
 let receiver: Tally | null = null;
 
-afterAll(async () => {
-  await killStarted();
-  await receiver?.close();
-  await database?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+afterAll(() =>
+  cleanUp(
+    () => receiver?.close(),
+    () => database?.stop(),
+  ),
+);
 const quantile = (q: number) => (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.ceil(xs.length * q) - 1]!;
 const p50 = quantile(0.5);
 const p95 = quantile(0.95);
@@ -97,7 +94,7 @@ describe("scale-out: two api and two worker processes on one PostgreSQL", () => 
     timeout: 180_000,
   }, async () => {
     const began = Date.now();
-    dir = await mkdtemp(path.join(os.tmpdir(), "tidings-scale-out-"));
+    const dir = await tempDir("scale-out");
     database = await startEmbeddedPostgres({ dataDir: dir, postgresFlags: PG_FLAGS });
     const databaseUrl = database.urlFor("postgres");
     receiver = await startTally();

@@ -4,7 +4,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -202,6 +203,27 @@ export async function countStored(databaseUrl: string, workspaceId: string, ids:
 export async function killStarted() {
   for (const child of started) if (child.pid && alive(child.pid, true)) process.kill(-child.pid, "SIGKILL");
   for (const child of started) if (child.pid) await waitGone(child.pid, true).catch(() => {});
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const folders: string[] = [];
+
+/** A temporary folder, removed by `cleanUp`. */
+export async function tempDir(tag: string): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), `tidings-${tag}-`));
+  folders.push(dir);
+  return dir;
+}
+
+/**
+ * After a file's tests: kills the servers they started and left running, then closes what else
+ * they started (receivers, databases; in order) and removes their temporary folders.
+ */
+export async function cleanUp(...close: (() => Promise<unknown> | undefined)[]) {
+  await killStarted();
+  for (const c of close) await c();
+  for (const dir of folders.splice(0)) await rm(dir, { recursive: true, force: true });
 }
 
 export interface Load {
