@@ -44,7 +44,7 @@ export async function journeyWorld(t: TestApp, clock: TestClock, receiver: Recei
           type: "Webhook",
           url: `${receiver.url}/${tag}`,
           method: "POST",
-          body: '{"user":"{{ user.id }}","tag":"' + tag + '","sku":"{{ event.properties.sku }}"}',
+          body: `{"user":"{{ user.id }}","tag":"${tag}","sku":"{{ event.properties.sku }}"}`,
         },
       });
       return body.id;
