@@ -3,7 +3,7 @@
 import { EventEmitter } from "node:events";
 import { type Runner, run, runMigrations, type Task, type TaskList, type WorkerEvents, type WorkerPool } from "graphile-worker";
 import pg from "pg";
-import { Listener, type NotificationHandler } from "./listen.ts";
+import { type ChannelHandlers, Listener, type NotificationHandler } from "./listen.ts";
 import { graphileLogger, type JobLog } from "./log.ts";
 import {
   addJobQuery,
@@ -45,8 +45,12 @@ export interface JobLayer {
    * deployment, never overlapping itself: a self-rescheduling keyed job, not an in-process timer.
    */
   recurring(task: string, seconds: number): void;
-  /** LISTEN on a PostgreSQL channel in worker processes; the handler should only enqueue jobs. */
-  listen(channel: string, handler: NotificationHandler): void;
+  /**
+   * LISTEN on a PostgreSQL channel in worker processes; the handler should only enqueue jobs.
+   * `resumed` runs after the LISTEN connection came back from a loss, during which notifications
+   * were lost: it should look for the work they would have announced.
+   */
+  listen(channel: string, handler: NotificationHandler, opts?: { resumed?: () => void | Promise<void> }): void;
   /**
    * `lane: "send"` runs the task on the sending lane, which has its own share of the worker's
    * slots (`sendConcurrency`): message sending, however slow its providers, never takes the slots
@@ -116,7 +120,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
 
   const handlers = new Map<string, { handler: TaskHandler; lane: JobLane }>();
   const recurringTasks = new Map<string, number>();
-  const channels = new Map<string, NotificationHandler[]>();
+  const channels = new Map<string, ChannelHandlers>();
   let phase: "new" | "started" | "stopped" = "new";
   let starting: Promise<void> | null = null;
   let stopping: Promise<void> | null = null;
@@ -316,9 +320,12 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
         throw new Error(`jobs: recurring ${task}: interval must be a positive number of seconds`);
       recurringTasks.set(task, seconds);
     },
-    listen(channel, handler) {
+    listen(channel, handler, listenOpts) {
       beforeStart("listen()");
-      channels.set(channel, [...(channels.get(channel) ?? []), handler]);
+      const entry = channels.get(channel) ?? { notified: [], resumed: [] };
+      entry.notified.push(handler);
+      if (listenOpts?.resumed) entry.resumed.push(listenOpts.resumed);
+      channels.set(channel, entry);
     },
     register(task, handler, taskOpts) {
       beforeStart("register()");

@@ -1,12 +1,21 @@
 // LISTEN on PostgreSQL channels over one dedicated connection, reconnecting with back-off.
 // Notifications sent while the connection is down are lost (PostgreSQL keeps none for absent
-// listeners): handlers are for low-latency wake-ups, with a recurring job as the safety net.
+// listeners): handlers are for low-latency wake-ups, with a recurring job as the safety net, and
+// each channel's `resumed` callbacks run once the connection is back, to look for what was missed.
 import pg from "pg";
 import type { JobLog } from "./log.ts";
 
 export type NotificationHandler = (payload: string) => void | Promise<void>;
 
-const MAX_BACKOFF_MS = 10_000;
+/** Reconnection back-off: 100 ms doubling, at most this (a refused connection costs nothing, and
+ * every moment without LISTEN is a moment of wake-ups left to the recurring safety net). */
+const MAX_BACKOFF_MS = 1_000;
+
+export interface ChannelHandlers {
+  notified: NotificationHandler[];
+  /** Called after a reconnection (notifications sent while the connection was down are lost). */
+  resumed: (() => void | Promise<void>)[];
+}
 
 export class Listener {
   private client: pg.Client | null = null;
@@ -16,7 +25,7 @@ export class Listener {
 
   constructor(
     private readonly connectionString: string,
-    private readonly handlers: ReadonlyMap<string, NotificationHandler[]>,
+    private readonly handlers: ReadonlyMap<string, ChannelHandlers>,
     private readonly log: JobLog,
   ) {}
 
@@ -47,16 +56,25 @@ export class Listener {
       await client.end().catch(() => {});
       throw err;
     }
-    if (this.closed) await client.end().catch(() => {});
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    const reconnected = this.failures > 0;
     this.failures = 0;
+    if (reconnected) {
+      for (const [channel, { resumed }] of this.handlers) for (const fn of resumed) this.run(channel, fn);
+    }
   }
 
   private dispatch(channel: string, payload: string) {
-    for (const handler of this.handlers.get(channel) ?? []) {
-      Promise.resolve()
-        .then(() => handler(payload))
-        .catch((err) => this.log("error", `handler of channel ${channel} failed: ${message(err)}`));
-    }
+    for (const handler of this.handlers.get(channel)?.notified ?? []) this.run(channel, () => handler(payload));
+  }
+
+  private run(channel: string, fn: () => void | Promise<void>) {
+    Promise.resolve()
+      .then(fn)
+      .catch((err) => this.log("error", `handler of channel ${channel} failed: ${message(err)}`));
   }
 
   private lost(client: pg.Client, err: Error) {

@@ -138,13 +138,19 @@ describe("listen", () => {
     expect(got).toEqual(["worker:ws-1", "worker:ws-2"]);
   });
 
-  it("reconnects when its connection is lost", async () => {
+  it("reconnects when its connection is lost, then calls `resumed` (what was notified meanwhile is lost)", async () => {
     const got: string[] = [];
+    let resumed = 0;
     const worker = jobs.layer("worker");
-    worker.listen("tidings_test_reconnect", (payload) => {
-      got.push(payload);
-    });
+    worker.listen(
+      "tidings_test_reconnect",
+      (payload) => {
+        got.push(payload);
+      },
+      { resumed: () => void resumed++ },
+    );
     await worker.start();
+    expect(resumed, "not at the first connection").toBe(0);
     const killed = await jobs.query(
       "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tidings-listen' AND query ILIKE '%tidings_test_reconnect%'",
     );
@@ -155,5 +161,6 @@ describe("listen", () => {
       return got.length > 0;
     });
     expect(got[0]).toBe("again");
+    expect(resumed).toBe(1);
   });
 });

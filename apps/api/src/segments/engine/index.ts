@@ -5,8 +5,8 @@
 // than their last recompute, and timers whose instant has come. One job per workspace,
 // `segments.refresh`, applies all three, under a per-workspace advisory lock, so no two
 // evaluations of a workspace ever overlap. Workers wake it
-// on the outbox's NOTIFY; a job every second wakes it for timers, recomputes and anything a
-// missed notification left behind.
+// on the outbox's NOTIFY, and every workspace with work when their LISTEN connection comes back;
+// a job every second wakes it for timers, recomputes and anything a missed notification left behind.
 import type { SegmentDefinition } from "@tidings/schema";
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
@@ -78,16 +78,24 @@ export class SegmentEngine {
       await sleep(RECHECK_MS);
       await this.wakeIfPending(payload.workspaceId);
     });
-    jobs.register(TICK, async () => {
+    const wakeAll = async () => {
       for (const workspaceId of await this.workspacesWithWork()) await this.wake(workspaceId);
-    });
+    };
+    jobs.register(TICK, wakeAll);
     jobs.recurring(TICK, 1);
-    jobs.listen(OUTBOX_CHANNEL, (workspaceId) => {
-      // A refresh running here checks the outbox once it is done: no job is needed (under load,
-      // that saves a job insert per ingestion commit).
-      if (this.refreshing.has(workspaceId)) return;
-      void this.wake(workspaceId).catch((err) => this.options.log?.("segments: could not enqueue a refresh", err));
-    });
+    jobs.listen(
+      OUTBOX_CHANNEL,
+      (workspaceId) => {
+        // A refresh running here checks the outbox once it is done: no job is needed (under load,
+        // that saves a job insert per ingestion commit).
+        if (this.refreshing.has(workspaceId)) return;
+        void this.wake(workspaceId).catch((err) => this.options.log?.("segments: could not enqueue a refresh", err));
+      },
+      // Back from a lost connection (a database restart): the outbox filled while no refresh
+      // could drain it, so ingestion's commits stopped notifying (src/outbox). Wake those
+      // workspaces now rather than at the next tick.
+      { resumed: wakeAll },
+    );
   }
 
   /** Adds a consumer of drained outbox rows, called in the transaction that deletes them. */
