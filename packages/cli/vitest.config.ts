@@ -4,8 +4,10 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
-    // One server for the run; files share the machine's two cores with it, so one at a time.
-    fileParallelism: false,
+    // One server for the run; each file works in its own workspace, so two files at a time (most
+    // of a CLI test is waiting for a process to start and a server to answer).
+    fileParallelism: true,
+    maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },
