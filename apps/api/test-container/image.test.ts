@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadConfig } from "../src/config.ts";
 import { freePort, startEmbeddedPostgres } from "../src/db/embedded.ts";
+import { countStored, startLoad } from "../test/process/server-process.ts";
 import { startTally, type Tally } from "../test/support/receiver.ts";
 import { BUILD_LIMITS, BASE_IMAGE, containersUnavailable, ensureBaseImage, podman, podmanStatus, RUN_LIMITS } from "./podman.ts";
 
@@ -21,6 +22,8 @@ const APP_LAYER_LIMIT = 100 * 1000 * 1000;
 const ROOT_KEY = "root-key-for-the-container-test-0123";
 const SECRET_KEY = "secret-key-for-the-container-test-0123456789";
 const USERS = 20;
+/** How long the restart test keeps PostgreSQL down. */
+const DOWN_MS = 5_000;
 const NAME = `tidings-test-${process.pid}`;
 
 const unavailable = containersUnavailable();
@@ -62,7 +65,7 @@ interface Container {
 }
 
 describe.skipIf(unavailable)("the server image", () => {
-  let database: { url: string; drop(): Promise<void> };
+  let database: Awaited<ReturnType<typeof startDatabase>>;
   let receiver: Tally;
   let api: Container;
   let worker: Container;
@@ -253,6 +256,63 @@ describe.skipIf(unavailable)("the server image", () => {
     expect([...journeyHooks.values()].flat().sort()).toEqual(users.slice(0, 5).sort());
   });
 
+  it("a database restart under ingestion: both stay up, the api answers 204 or 503 + Retry-After, nothing acknowledged is lost, the worker sends again", async (ctx) => {
+    if (!database.restart) {
+      ctx.skip("TEST_DATABASE_URL names a PostgreSQL this test cannot restart");
+      return;
+    }
+    const ws = await call(api.url, ROOT_KEY, "POST", "/api/admin/workspaces", { name: "container-restart" });
+    const load = startLoad(api, ws.writeKey, "restart", 4, 50);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const acked = load.acked.length;
+    const during: number[] = [];
+    await database.restart(DOWN_MS, async () => {
+      await new Promise((r) => setTimeout(r, DOWN_MS / 2));
+      for (const c of [api, worker]) during.push((await fetch(`${c.url}/health/ready`)).status);
+    });
+    const back = Date.now();
+    const resumed = (await waitUntil(
+      async () => load.ackedAt.find((t) => t > back),
+      (t) => t !== undefined,
+      30_000,
+      "ingestion to resume",
+    )) as number;
+    await new Promise((r) => setTimeout(r, 500));
+    await load.stop();
+    expect(during, "/health/ready of api and worker while the database is away").toEqual([503, 503]);
+    expect(load.wrong.slice(0, 3), `${load.wrong.length} answers other than 204 or 503 + Retry-After`).toEqual([]);
+    expect(load.unavailable, "the clients saw the outage").toBeGreaterThan(0);
+    expect(load.acked.length, "acknowledged before the outage").toBeGreaterThan(acked);
+    const { stored, missing } = await countStored(database.url, ws.workspace.id, load.acked);
+    expect(missing.slice(0, 5), `${missing.length} of ${load.acked.length} acknowledged events lost`).toEqual([]);
+    expect(stored).toBe(load.acked.length);
+    for (const c of [api, worker]) {
+      expect((await podman(["inspect", "--format", "{{.State.Status}}", c.name])).trim(), `${c.name} after the restart`).toBe("running");
+    }
+
+    // The worker takes jobs again: a broadcast after the restart is sent.
+    const { broadcastId } = await call(api.url, ws.adminApiKey, "POST", "/api/admin/broadcasts/execute", {
+      broadcastName: "after-restart",
+      segmentDefinition: { entryNode: { type: "Everyone", id: "all" }, nodes: [] },
+      messageTemplateDefinition: {
+        type: "Webhook",
+        url: `${receiver.url}/after-restart`,
+        method: "POST",
+        body: '{"user":"{{ user.id }}"}',
+      },
+    });
+    const b = await waitUntil(
+      () => call(api.url, ws.adminApiKey, "GET", `/api/admin/broadcasts/${broadcastId}`),
+      (b) => ["Completed", "Failed", "Cancelled"].includes(b.status),
+      30_000,
+      "the broadcast after the restart to end",
+    );
+    expect(b).toMatchObject({ status: "Completed", counts: { audience: 4, sent: 4, failed: 0 } });
+    figures.push(
+      `database restart (${seconds(DOWN_MS)} down) under ingestion: ${load.unavailable} answers 503, 0 other errors, ${missing.length} of ${load.acked.length} acknowledged events lost, ingestion back ${resumed - back} ms after PostgreSQL`,
+    );
+  });
+
   it("/health/ready and /metrics answer on both; the metrics show the work", async () => {
     for (const c of [api, worker]) expect((await fetch(`${c.url}/health/ready`)).status, c.name).toBe(200);
     const metrics = async (c: Container) => {
@@ -320,20 +380,40 @@ describe("docker-compose.yml", () => {
 });
 
 /** A database of the test's own on TEST_DATABASE_URL's server, or on an embedded PostgreSQL. */
-async function startDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+/**
+ * The containers' database: a database of TEST_DATABASE_URL's server, or of an embedded
+ * PostgreSQL, which `restart` can stop and start again on the same port (null for a server of
+ * someone else's).
+ */
+async function startDatabase(): Promise<{
+  url: string;
+  drop(): Promise<void>;
+  restart: ((downMs: number, meanwhile: () => Promise<void>) => Promise<void>) | null;
+}> {
   let adminUrl = process.env.TEST_DATABASE_URL;
   let stop = async () => {};
+  let restart: ((downMs: number, meanwhile: () => Promise<void>) => Promise<void>) | null = null;
   if (!adminUrl) {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), "tidings-container-pg-"));
-    const embedded = await startEmbeddedPostgres({ dataDir, postgresFlags: ["-c", "fsync=off"] });
+    const flags = ["-c", "fsync=off"];
+    let embedded = await startEmbeddedPostgres({ dataDir, postgresFlags: flags });
     adminUrl = embedded.adminUrl;
+    const port = Number(new URL(adminUrl).port);
     stop = async () => {
       await embedded.stop();
       await rm(dataDir, { recursive: true, force: true });
     };
+    restart = async (downMs, meanwhile) => {
+      await admin.end().catch(() => {});
+      await embedded.stop();
+      await Promise.all([meanwhile(), new Promise((r) => setTimeout(r, downMs))]);
+      embedded = await startEmbeddedPostgres({ dataDir, port, postgresFlags: flags });
+      admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+    };
   }
   const name = `tidings_container_${process.pid}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
+  let admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.query(`CREATE DATABASE ${name}`);
@@ -346,5 +426,6 @@ async function startDatabase(): Promise<{ url: string; drop(): Promise<void> }> 
       await admin.end();
       await stop();
     },
+    restart,
   };
 }

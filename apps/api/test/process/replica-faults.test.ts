@@ -346,12 +346,12 @@ describe("faults with replicas", () => {
     // One CI run still saw a process exit non-zero here (an open bug, see the session note), so
     // the exit codes are reported, not asserted, until it is found; test/jobs/shutdown.test.ts
     // asserts the fixed case.
-    const codes = await Promise.all(
+    await Promise.all(
       processes.map(async (p) => {
         process.kill(p.child.pid!, "SIGTERM");
         const [code] = await p.exited;
-        if (code !== 0) console.warn(`db restart: exit code ${code} after SIGTERM (expected 0); its last output:\n${p.output().slice(-4_000)}`);
-        return code;
+        if (code !== 0)
+          console.warn(`db restart: exit code ${code} after SIGTERM (expected 0); its last output:\n${p.output().slice(-4_000)}`);
       }),
     );
   });

@@ -251,7 +251,7 @@ const isUnavailableEnvelope = (text: string) => {
  * reset connection ends a client: no answer is not a wrong answer). After a 503 a client waits
  * `pauseOn503Ms` before its next batch (a real client would wait Retry-After seconds).
  */
-export function startLoad(server: ServerProcess, writeKey: string, tag: string, loops = 8, pauseOn503Ms = 0): Load {
+export function startLoad(server: Pick<ServerProcess, "url">, writeKey: string, tag: string, loops = 8, pauseOn503Ms = 0): Load {
   const auth = `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`;
   const load: Load = { acked: [], ackedAt: [], unavailable: 0, wrong: [], stop: async () => {} };
   let stopping = false;
