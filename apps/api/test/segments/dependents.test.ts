@@ -116,3 +116,39 @@ it("ingestion wakes the engine once while its outbox holds rows, not at every co
   }
   await a.ctx.segments.settle(ws.id);
 });
+
+it("a segment that could hold for a user with no data is evaluated for the profiles a batch creates and for its own keys, not for every user touched", async () => {
+  const ws = await a.newWorkspace();
+  const everyone = await saveSegment(a, ws.adminKey, "everyone", single({ type: "Everyone" } as never));
+  const neverBought = await saveSegment(
+    a,
+    ws.adminKey,
+    "never-bought",
+    single({ type: "Performed", event: "Bought", times: 1, timesOperator: "<" } as never),
+  );
+  const members = async (id: string) =>
+    (await request(a.url, "GET", `/api/admin/segments/${id}/users`, { headers: bearer(ws.adminKey) })).body.items
+      .map((u: { userId: string }) => u.userId)
+      .sort();
+  await send(a, ws.writeKey, [identify("ann", { plan: "pro" }, Date.now())]);
+  await a.ctx.segments.settle(ws.id);
+  expect(await members(everyone)).toEqual(["ann"]);
+  // A mark no evaluation of ann would leave: her membership row taken away behind the engine's back.
+  await a.ctx.db.pool.query("DELETE FROM segment_memberships WHERE segment_id = $1 AND profile_id = 'ann'", [everyone]);
+
+  // ann exists already and Browsed is nobody's key: only bob, whom this commit creates, is evaluated.
+  await send(a, ws.writeKey, [track({ userId: "ann" }, "Browsed", Date.now()), track({ userId: "bob" }, "Browsed", Date.now())]);
+  await a.ctx.segments.settle(ws.id);
+  expect(await members(everyone)).toEqual(["bob"]);
+  expect(await members(neverBought)).toEqual(["ann", "bob"]);
+
+  // The segment's own key reaches ann: she leaves never-bought.
+  await send(a, ws.writeKey, [track({ userId: "ann" }, "Bought", Date.now())]);
+  await a.ctx.segments.settle(ws.id);
+  expect(await members(neverBought)).toEqual(["bob"]);
+
+  // A linked identity (`*`) is every segment's: ann is evaluated again and is back in everyone.
+  await send(a, ws.writeKey, [{ type: "alias", userId: "ann", previousId: "ann-anon", messageId: "link-ann" }]);
+  await a.ctx.segments.settle(ws.id);
+  expect(await members(everyone)).toEqual(["ann", "bob"]);
+});

@@ -28,6 +28,9 @@ const RECHECK_MS = 100;
 /** Timers re-evaluated per transaction. */
 const TIMER_BATCH = 5000;
 
+/** An outbox row as the engine drains it: with the instant of the transaction that wrote it. */
+type DrainedRow = OutboxRow & { created_at: Date };
+
 interface StoredSegment {
   id: string;
   definition: unknown;
@@ -264,8 +267,9 @@ export class SegmentEngine {
    */
   private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<{ read: number; full: boolean }> {
     const read = (limit: string) =>
-      db.query<OutboxRow>(
-        `SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids FROM segment_outbox WHERE workspace_id = $1 ORDER BY id ${limit}`,
+      db.query<DrainedRow>(
+        `SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids, created_at FROM segment_outbox
+         WHERE workspace_id = $1 ORDER BY id ${limit}`,
         [workspaceId],
       );
     const bound = this.options.outboxRead ?? OUTBOX_READ;
@@ -296,8 +300,9 @@ export class SegmentEngine {
     // A pass over most of a workspace runs one segment at a time: two side by side would take
     // every core from ingestion.
     let signalled = 0;
-    await this.inLanes(db, saturated ? 1 : LANES, affected, async (lane, s) => {
-      const { signals } = await evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), scope.of(s));
+    const work = affected.map((s) => ({ s, ids: scope.of(s) })).filter((w) => w.ids.length > 0);
+    await this.inLanes(db, saturated ? 1 : LANES, work, async (lane, { s, ids }) => {
+      const { signals } = await evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), ids);
       signalled += signals;
     });
     // Each row's age as it goes: the change's segments are current now (the engine's lag).
@@ -364,19 +369,24 @@ export class SegmentEngine {
 
   /**
    * What a drained batch asks each segment to evaluate: the ids of the rows whose keys the
-   * segment depends on (every row's for a segment that depends on anything, `*`; a row changing
-   * `*` is every segment's), as sent and the profiles they belong to now (a linked id's old
-   * memberships leave). `users` counts them over all rows.
+   * segment depends on, as sent and the profiles they belong to now (a linked id's old
+   * memberships leave); a row changing `*` (linked identities, deletions) is every segment's.
+   * A segment that could hold for a user with no data at all (it depends on `*`: Everyone,
+   * RandomBucket, `Performed … < n`, `Not`) changes for a profile that existed before only through
+   * its other keys or a `*` change; it also takes the profiles the batch created (their
+   * `created_at` is the transaction's, as is their outbox row's). `users` counts every id.
    */
-  private async resolveScope(db: pg.PoolClient, workspaceId: string, batch: OutboxRow[]) {
+  private async resolveScope(db: pg.PoolClient, workspaceId: string, batch: DrainedRow[]) {
     const ids = [...new Set(batch.flatMap((r) => r.ids))];
-    const { rows } = await db.query<{ x: string; id: string }>(
-      `SELECT x, a.profile_id AS id FROM unnest($2::text[]) x
-       JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x AND a.profile_id <> x`,
-      [workspaceId, ids],
+    const since = new Date(Math.min(...batch.map((r) => r.created_at.getTime())));
+    const { rows } = await db.query<{ x: string; id: string | null; created: boolean }>(
+      `SELECT x, a.profile_id AS id, coalesce(p.created_at >= $3, false) AS created FROM unnest($2::text[]) x
+       LEFT JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x AND a.profile_id <> x
+       LEFT JOIN profiles p ON p.workspace_id = $1 AND p.profile_id = coalesce(a.profile_id, x)`,
+      [workspaceId, ids, since],
     );
-    const profileOf = new Map(rows.map((r) => [r.x, r.id]));
-    const idsOf = (rs: OutboxRow[]) => {
+    const profileOf = new Map(rows.flatMap((r) => (r.id === null ? [] : [[r.x, r.id] as const])));
+    const idsOf = (rs: DrainedRow[]) => {
       const out = new Set<string>();
       for (const r of rs) {
         for (const x of r.ids) {
@@ -385,15 +395,18 @@ export class SegmentEngine {
           if (p !== undefined) out.add(p);
         }
       }
-      return [...out];
+      return out;
     };
-    const all = idsOf(batch);
+    const all = [...idsOf(batch)];
+    const created = rows.filter((r) => r.created).flatMap((r) => (r.id === null ? [r.x] : [r.x, r.id]));
     return {
       users: all.length,
       of: (s: StoredSegment): string[] => {
         const deps = s.depends_on ?? [];
-        if (deps.length === 0 || deps.includes(outboxKey.any)) return all;
-        return idsOf(batch.filter((r) => r.keys.some((k) => k === outboxKey.any || deps.includes(k))));
+        if (deps.length === 0) return all;
+        const meeting = idsOf(batch.filter((r) => r.keys.some((k) => k === outboxKey.any || deps.includes(k))));
+        if (deps.includes(outboxKey.any)) for (const id of created) meeting.add(id);
+        return [...meeting];
       },
     };
   }
