@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadConfig } from "../src/config.ts";
 import { freePort, startEmbeddedPostgres } from "../src/db/embedded.ts";
-import { countStored, startLoad } from "../test/process/server-process.ts";
+import { countStored, sleep, startLoad } from "../test/process/server-process.ts";
 import { startTally, type Tally } from "../test/support/receiver.ts";
 import { BUILD_LIMITS, BASE_IMAGE, containersUnavailable, ensureBaseImage, podman, podmanStatus, RUN_LIMITS } from "./podman.ts";
 
@@ -263,11 +263,11 @@ describe.skipIf(unavailable)("the server image", () => {
     }
     const ws = await call(api.url, ROOT_KEY, "POST", "/api/admin/workspaces", { name: "container-restart" });
     const load = startLoad(api, ws.writeKey, "restart", 4, 50);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sleep(1_000);
     const acked = load.acked.length;
     const during: number[] = [];
     await database.restart(DOWN_MS, async () => {
-      await new Promise((r) => setTimeout(r, DOWN_MS / 2));
+      await sleep(DOWN_MS / 2);
       for (const c of [api, worker]) during.push((await fetch(`${c.url}/health/ready`)).status);
     });
     const back = Date.now();
@@ -277,7 +277,7 @@ describe.skipIf(unavailable)("the server image", () => {
       30_000,
       "ingestion to resume",
     )) as number;
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     await load.stop();
     expect(during, "/health/ready of api and worker while the database is away").toEqual([503, 503]);
     expect(load.wrong.slice(0, 3), `${load.wrong.length} answers other than 204 or 503 + Retry-After`).toEqual([]);
@@ -379,20 +379,18 @@ describe("docker-compose.yml", () => {
   });
 });
 
-/** A database of the test's own on TEST_DATABASE_URL's server, or on an embedded PostgreSQL. */
+/** Stops PostgreSQL, runs `meanwhile` while it is down for `downMs`, then starts it again. */
+type Restart = (downMs: number, meanwhile: () => Promise<void>) => Promise<void>;
+
 /**
  * The containers' database: a database of TEST_DATABASE_URL's server, or of an embedded
  * PostgreSQL, which `restart` can stop and start again on the same port (null for a server of
  * someone else's).
  */
-async function startDatabase(): Promise<{
-  url: string;
-  drop(): Promise<void>;
-  restart: ((downMs: number, meanwhile: () => Promise<void>) => Promise<void>) | null;
-}> {
+async function startDatabase(): Promise<{ url: string; drop(): Promise<void>; restart: Restart | null }> {
   let adminUrl = process.env.TEST_DATABASE_URL;
   let stop = async () => {};
-  let restart: ((downMs: number, meanwhile: () => Promise<void>) => Promise<void>) | null = null;
+  let restart: Restart | null = null;
   if (!adminUrl) {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), "tidings-container-pg-"));
     const flags = ["-c", "fsync=off"];
@@ -406,7 +404,7 @@ async function startDatabase(): Promise<{
     restart = async (downMs, meanwhile) => {
       await admin.end().catch(() => {});
       await embedded.stop();
-      await Promise.all([meanwhile(), new Promise((r) => setTimeout(r, downMs))]);
+      await Promise.all([meanwhile(), sleep(downMs)]);
       embedded = await startEmbeddedPostgres({ dataDir, port, postgresFlags: flags });
       admin = new pg.Client({ connectionString: adminUrl });
       await admin.connect();
