@@ -454,8 +454,7 @@ async function recompute(url: string, ws: Workspace, name: string, definition: S
   );
   s = performance.now();
   await evaluateSegment(db, { workspaceId: ws.id, id: seg[0].id, definition }, new Map(), now, null, {
-    definitionUpdatedAt: seg[0].definition_updated_at,
-    dependsOn: segmentDependencies(definition),
+    full: { definitionUpdatedAt: seg[0].definition_updated_at, dependsOn: segmentDependencies(definition) },
   });
   const evaluateMs = performance.now() - s;
   await db.query("ROLLBACK");

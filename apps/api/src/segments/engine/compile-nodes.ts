@@ -16,6 +16,11 @@ export interface NodeScope {
   readonly inputs: SegmentInputs;
   /** The query runs for a list of profiles (an incremental evaluation), not the whole workspace. */
   readonly scoped: boolean;
+  /**
+   * A table holding every event of the profiles in scope that the definition reads, with the
+   * profile each belongs to (a drain's copy, scope-events.ts), read instead of `events`; or null.
+   */
+  readonly events: Sql | null;
   readonly groups: SubscriptionGroupTypes;
   /** The name of the node's CTE, unique in the query (`<alias>t` for a second one). */
   readonly alias: Sql;
@@ -99,20 +104,25 @@ function properties(conds: PropertyCondition[] | undefined, at: NodeScope): Cond
 }
 
 /**
- * The events of the profiles in `ids` that pass `filter` (a FROM clause fragment, aliased i and
- * e), `since` (a condition on e.event_time, or none) narrowing them further. A full recompute
- * joins them as a set. An incremental one looks each id's events up through the (workspace,
- * identity, time) index, whatever the statistics say (a new workspace, or an event name unseen
- * at the last ANALYZE, looks empty to the planner, which would then as soon scan all of the
- * workspace's events by name or time for every id): LATERAL … OFFSET 0 keeps the lookup per id,
- * the other conditions stay outside it, and the workspace comes from the id's row, a value the
- * planner cannot know, so it costs every index by its average selectivity.
+ * The events of the profiles in scope that pass `filter` (a FROM clause fragment: rows `e`, an
+ * event and the `profile_id` it belongs to), `since` (a condition on e.event_time, or none)
+ * narrowing them further. A full recompute joins `ids` and `events` as sets. An incremental one
+ * looks each id's events up through the (workspace, identity, time) index, whatever the
+ * statistics say (a new workspace, or an event name unseen at the last ANALYZE, looks empty to
+ * the planner, which would then as soon scan all of the workspace's events by name or time for
+ * every id): LATERAL … OFFSET 0 keeps the lookup per id, the other conditions stay outside it,
+ * and the workspace comes from the id's row, a value the planner cannot know, so it costs every
+ * index by its average selectivity. A drain evaluating several such segments has copied those
+ * events once, with their profile ids (`at.events`, scope-events.ts): they are read from the copy.
  */
-const eventsOf = (at: NodeScope, filter: Sql, since = none) =>
-  at.scoped
-    ? sql`ids i CROSS JOIN LATERAL (SELECT e.* FROM events e
-        WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since} OFFSET 0) e WHERE ${filter}`
-    : sql`ids i JOIN events e ON e.workspace_id = ${at.inputs.workspaceId} AND e.identity_id = i.identity_id WHERE ${filter}${since}`;
+const eventsOf = (at: NodeScope, filter: Sql, since = none) => {
+  if (at.events) return sql`${at.events} e WHERE e.profile_id = ANY(${at.inputs.scope}::text[]) AND ${filter}${since}`;
+  if (at.scoped)
+    return sql`ids i CROSS JOIN LATERAL (SELECT i.profile_id, e.* FROM events e
+        WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since} OFFSET 0) e WHERE ${filter}`;
+  return sql`(SELECT i.profile_id, e.* FROM ids i JOIN events e ON e.workspace_id = ${at.inputs.workspaceId} AND e.identity_id = i.identity_id) e
+        WHERE ${filter}${since}`;
+};
 
 const tracked = (event: string) => sql`e.type = 'track' AND e.event = ${event}::text`;
 
@@ -133,8 +143,8 @@ function hasBeen(n: NodeOf<"Trait">, op: Extract<SegmentOperator, { type: "HasBe
   // An identify setting the value counts if no identify after it set anything else.
   at.cte(sql`${alias} AS (
         SELECT profile_id, min(event_time) FILTER (WHERE to_value AND (last_other IS NULL OR event_time >= last_other)) AS since
-        FROM (SELECT i.profile_id, e.event_time, ${toValue} AS to_value,
-                max(e.event_time) FILTER (WHERE NOT ${toValue}) OVER (PARTITION BY i.profile_id) AS last_other
+        FROM (SELECT e.profile_id, e.event_time, ${toValue} AS to_value,
+                max(e.event_time) FILTER (WHERE NOT ${toValue}) OVER (PARTITION BY e.profile_id) AS last_other
               FROM ${eventsOf(at, setsIt)}) x
         GROUP BY profile_id)`);
   at.join(joinAlias(alias));
@@ -168,9 +178,9 @@ export const nodeCompilers: { [K in SegmentNodeType]: NodeCompiler<K> } = {
       flips.push(sql`CASE WHEN ${props.cond} THEN ${expiry} END`);
     }
     at.cte(sql`${alias} AS (
-        SELECT i.profile_id, count(*) FILTER (WHERE ${props.cond}) AS n, min(${least(flips)}) AS next_at
+        SELECT e.profile_id, count(*) FILTER (WHERE ${props.cond}) AS n, min(${least(flips)}) AS next_at
         FROM ${eventsOf(at, tracked(n.event), window)}
-        GROUP BY i.profile_id)`);
+        GROUP BY e.profile_id)`);
     at.join(joinAlias(alias));
     const count = sql`coalesce(${alias}.n, 0)`;
     const times = sql`${n.times}::int8`;
@@ -186,16 +196,16 @@ export const nodeCompilers: { [K in SegmentNodeType]: NodeCompiler<K> } = {
     const where = properties(n.whereProperties, at);
     const has = properties(n.hasProperties, at);
     at.cte(sql`${alias} AS (
-        SELECT DISTINCT ON (i.profile_id) i.profile_id, (${has.cond}) AS ok
+        SELECT DISTINCT ON (e.profile_id) e.profile_id, (${has.cond}) AS ok
         FROM ${eventsOf(at, sql`${tracked(n.event)} AND ${where.cond}`)}
-        ORDER BY i.profile_id, e.event_time DESC, e.message_id COLLATE "C" DESC)`);
+        ORDER BY e.profile_id, e.event_time DESC, e.message_id COLLATE "C" DESC)`);
     at.join(joinAlias(alias));
     const flips = [...where.flips, ...has.flips];
     if (flips.length === 0) return always(sql`coalesce(${alias}.ok, false)`);
     // Dated property conditions can change which event is the latest, or whether it matches.
     const timed = sql`${alias}t`;
     at.cte(
-      sql`${timed} AS (SELECT i.profile_id, min(${least(flips)}) AS next_at FROM ${eventsOf(at, tracked(n.event))} GROUP BY i.profile_id)`,
+      sql`${timed} AS (SELECT e.profile_id, min(${least(flips)}) AS next_at FROM ${eventsOf(at, tracked(n.event))} GROUP BY e.profile_id)`,
     );
     at.join(joinAlias(timed));
     return { cond: sql`coalesce(${alias}.ok, false)`, flips: [sql`${timed}.next_at`] };

@@ -51,8 +51,12 @@ export function nodesById(def: SegmentDefinition): Map<string, SegmentNode> {
   return byId;
 }
 
-/** The query of `def` for `inputs`: for the profiles of `inputs.scope`, or every profile when it is null. */
-export function compileSegment(def: SegmentDefinition, groups: SubscriptionGroupTypes, inputs: SegmentInputs): Sql {
+/**
+ * The query of `def` for `inputs`: for the profiles of `inputs.scope`, or every profile when it is
+ * null. `events`, with a scope, is a table holding every event of the scope's profiles the
+ * definition reads (scope-events.ts), read instead of `events`.
+ */
+export function compileSegment(def: SegmentDefinition, groups: SubscriptionGroupTypes, inputs: SegmentInputs, events: Sql | null = null): Sql {
   const { workspaceId, scope } = inputs;
   const scoped = scope.value !== null;
   const byId = nodesById(def);
@@ -62,6 +66,7 @@ export function compileSegment(def: SegmentDefinition, groups: SubscriptionGroup
     compileNode(n, {
       inputs,
       scoped,
+      events: scoped ? events : null,
       groups,
       alias: raw(`n${ctes.length}`),
       child: (id) => compile(byId.get(id)!),

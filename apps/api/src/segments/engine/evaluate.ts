@@ -22,10 +22,17 @@ export interface Evaluated {
 
 type Queryable = Pick<pg.PoolClient, "query">;
 
+export interface EvaluateOptions {
+  /** A full recompute (`scope` null) sets these and `lastRecomputed`, if the stored definition is still `definitionUpdatedAt`. */
+  full?: { definitionUpdatedAt: Date; dependsOn: string[] };
+  /** With a scope: a table holding the scope's events the definition reads (scope-events.ts), read instead of `events`. */
+  events?: Sql;
+}
+
 /**
  * Evaluates `segment` at `now` for `scope` (profile ids; ids that are no longer profiles leave),
  * or for the whole workspace when `scope` is null — then `lastRecomputed` is set too, if the
- * stored definition is still `definitionUpdatedAt` (a newer one is recomputed again).
+ * stored definition is still `full.definitionUpdatedAt` (a newer one is recomputed again).
  */
 export async function evaluateSegment(
   db: Queryable,
@@ -33,11 +40,11 @@ export async function evaluateSegment(
   groups: SubscriptionGroupTypes,
   now: Date,
   scope: string[] | null,
-  full?: { definitionUpdatedAt: Date; dependsOn: string[] },
+  { full, events }: EvaluateOptions = {},
 ): Promise<Evaluated> {
   const inputs = segmentInputs(segment.workspaceId, segment.id, now, scope);
   const { workspaceId: ws, segmentId: id, now: at } = inputs;
-  const compiled = compileSegment(segment.definition, groups, inputs);
+  const compiled = compileSegment(segment.definition, groups, inputs, events ?? null);
   // The rows (t) of `table` that `r` no longer keeps, looked up by key among the candidates (the
   // scope's ids, or the segment's rows) minus those kept: set operations and index lookups,
   // linear whatever the planner believes of the sizes (an anti-join against r, on the estimates of

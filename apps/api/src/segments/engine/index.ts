@@ -10,11 +10,13 @@
 import type { SegmentDefinition } from "@tidings/schema";
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
+import type { Sql } from "../../db/sql.ts";
 import { OUTBOX_CHANNEL, type OutboxHandOff, type OutboxRow, outboxKey } from "../../outbox/index.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, storedSegmentDefinition, type SubscriptionGroupTypes } from "./compile.ts";
 import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
+import { eventsRead, withScopeEvents } from "./scope-events.ts";
 
 const REFRESH = "segments.refresh";
 const TICK = "segments.tick";
@@ -249,8 +251,7 @@ export class SegmentEngine {
         // Hashes and sorts over a whole workspace stay in memory.
         await db.query("SET LOCAL work_mem = '64MB'");
         const { signals } = await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
-          definitionUpdatedAt: s.definition_updated_at,
-          dependsOn: segmentDependencies(s.definition),
+          full: { definitionUpdatedAt: s.definition_updated_at, dependsOn: segmentDependencies(s.definition) },
         });
         signalled += signals;
       });
@@ -300,10 +301,23 @@ export class SegmentEngine {
     // A pass over most of a workspace runs one segment at a time: two side by side would take
     // every core from ingestion.
     let signalled = 0;
-    const work = affected.map((s) => ({ s, ids: scope.of(s) })).filter((w) => w.ids.length > 0);
-    await this.inLanes(db, saturated ? 1 : LANES, work, async (lane, { s, ids }) => {
-      const { signals } = await evaluateSegment(lane, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), ids);
-      signalled += signals;
+    const work = affected
+      .map((s) => ({ s, ids: scope.of(s), reads: eventsRead(s.definition) }))
+      .filter((w) => w.ids.length > 0);
+    // Segments reading events are evaluated together, on one connection, over one copy of their
+    // scope's events (scope-events.ts), when there are several; the others one by one.
+    const reading = work.filter((w) => w.reads !== null);
+    const units = reading.length >= 2 ? [reading, ...work.filter((w) => w.reads === null).map((w) => [w])] : work.map((w) => [w]);
+    await this.inLanes(db, saturated ? 1 : LANES, units, async (lane, unit) => {
+      const evaluate = async (w: (typeof work)[number], events?: Sql) => {
+        const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
+        signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, { events })).signals;
+      };
+      if (unit.length === 1) return evaluate(unit[0]!);
+      const ids = [...new Set(unit.flatMap((w) => w.ids))];
+      await withScopeEvents(lane, workspaceId, ids, unit.flatMap((w) => w.reads ?? []), async (events) => {
+        for (const w of unit) await evaluate(w, events);
+      });
     });
     // Each row's age as it goes: the change's segments are current now (the engine's lag).
     const remove = async () =>

@@ -1,0 +1,81 @@
+// A drain's copy of the events its segments read. Evaluated one by one, each segment reading
+// events looks up every event of every profile in its scope through the (workspace, identity,
+// time) index: under heavy ingestion that is most of a drain's cost, paid once per segment for
+// the same users. A drain with several such segments instead copies the events of its scope's
+// profiles once, with the profile each belongs to, into a temporary table of the connection
+// evaluating them, and each of those segments reads its users' rows of the copy (`events` of
+// compileSegment): one scan and one hash aggregate, no lookups.
+//
+// The copy is taken after the drained outbox rows were read, so it holds every event they stand
+// for; an event committed later is in the next drain, whose segments are evaluated again.
+import type { SegmentDefinition } from "@tidings/schema";
+import type pg from "pg";
+import { raw, type Sql, sql } from "../../db/sql.ts";
+import { nodesById } from "./compile.ts";
+
+/** The events a definition reads: track events by name, and identifies (a Trait node with HasBeen). */
+export interface EventsRead {
+  names: string[];
+  identifies: boolean;
+}
+
+/** What `def` reads of the events table; null when nothing. */
+export function eventsRead(def: SegmentDefinition): EventsRead | null {
+  const names = new Set<string>();
+  let identifies = false;
+  for (const n of nodesById(def).values()) {
+    if (n.type === "Performed" || n.type === "LastPerformed") names.add(n.event);
+    else if (n.type === "Trait" && n.operator.type === "HasBeen") identifies = true;
+  }
+  return names.size > 0 || identifies ? { names: [...names].sort(), identifies } : null;
+}
+
+/** The copy, in the session's own schema of temporary tables. */
+const COPY = raw("pg_temp.tidings_scope_events");
+
+/**
+ * Runs `fn` with a copy, on `db`'s session, of the events of the profiles `ids` (their own and
+ * their aliases') that any of `reads` reads, each with the profile it belongs to; `fn` gets the
+ * table to read instead of `events`. The copy, and the session's larger work_mem for the hashes
+ * and sorts over it, end with `fn`.
+ */
+export async function withScopeEvents<T>(
+  db: pg.PoolClient,
+  workspaceId: string,
+  ids: string[],
+  reads: EventsRead[],
+  fn: (events: Sql) => Promise<T>,
+): Promise<T> {
+  const names = [...new Set(reads.flatMap((r) => r.names))];
+  const identifies = reads.some((r) => r.identifies);
+  // The profiles' identities as the segments' `ids` (compile.ts) has them; the workspace comes
+  // from the identity's row, as in eventsOf (compile-nodes.ts): the lookups stay per identity,
+  // through the index, whatever the statistics say.
+  await db.query(sql`CREATE TEMPORARY TABLE ${COPY} AS
+    SELECT i.profile_id, e.type, e.event, e.event_time, e.message_id, e.payload
+    FROM (SELECT p.workspace_id, p.profile_id, p.profile_id AS identity_id FROM profiles p
+          WHERE p.workspace_id = ${workspaceId} AND p.profile_id = ANY(${ids}::text[])
+          UNION ALL
+          SELECT a.workspace_id, a.profile_id, a.alias_id FROM profile_aliases a
+          WHERE a.workspace_id = ${workspaceId} AND a.profile_id = ANY(${ids}::text[])) i
+    CROSS JOIN LATERAL (SELECT e.* FROM events e
+      WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id OFFSET 0) e
+    WHERE (e.type = 'track' AND e.event = ANY(${names}::text[])) OR (${identifies}::boolean AND e.type = 'identify')`);
+  let result: { value: T } | undefined;
+  try {
+    await db.query("SET work_mem = '64MB'");
+    result = { value: await fn(COPY) };
+  } finally {
+    // A copy that cannot be dropped means a broken connection: its error is thrown if fn's is not.
+    const drop = async () => {
+      await db.query(sql`DROP TABLE ${COPY}`);
+      await db.query("RESET work_mem");
+    };
+    const dropped = await drop().then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    if (dropped && result) throw dropped;
+  }
+  return result!.value;
+}
