@@ -45,28 +45,30 @@ export async function evaluateSegment(
   const inputs = segmentInputs(segment.workspaceId, segment.id, now, scope);
   const { workspaceId: ws, segmentId: id, now: at } = inputs;
   const compiled = compileSegment(segment.definition, groups, inputs, events ?? null);
-  // The rows (t) of `table` that `r` no longer keeps, looked up by key among the candidates (the
-  // scope's ids, or the segment's rows) minus those kept: set operations and index lookups,
-  // linear whatever the planner believes of the sizes (an anti-join against r, on the estimates of
-  // a new workspace, became a nested loop over both).
-  const without = (table: string, kept: string) => {
-    const candidates =
-      scope === null
-        ? sql`SELECT profile_id FROM ${raw(table)} WHERE workspace_id = ${ws} AND segment_id = ${id}::uuid`
-        : sql`SELECT unnest(${inputs.scope}::text[])`;
-    return sql`t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid
-        AND t.profile_id = ANY (ARRAY(${candidates} EXCEPT SELECT profile_id FROM r WHERE ${raw(kept)}))`;
-  };
+  // Each table's rows of the segment in scope (all of the segment's, for a full recompute), read
+  // once through its primary key; what changes is found by set operations against them (hashed,
+  // linear whatever the planner believes of the sizes: an anti-join against r, on the estimates of
+  // a new workspace, became a nested loop over both), and only that is written. Rows that stay are
+  // not touched (an upsert would lock each one, and write that to the WAL). Enters are recorded in
+  // the order of their ids, as exits are (the order of the index).
+  const rowsOf = (table: string, columns: string) =>
+    sql`SELECT ${raw(columns)} FROM ${raw(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid${
+      scope === null ? raw("") : sql` AND t.profile_id = ANY(${inputs.scope}::text[])`
+    }`;
+  const removing = (table: string, ids: Sql) =>
+    sql`DELETE FROM ${raw(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid AND t.profile_id = ANY (ARRAY(${ids}))`;
   const counts = full
     ? sql`member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = ${full.dependsOn}::text[]`
     : sql`member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)`;
   const current = full ? sql` AND definition_updated_at = ${full.definitionUpdatedAt}::timestamptz` : raw("");
   // Only members and timed rows matter below (a full recompute holds those, not every profile).
   const statement = sql`WITH r AS MATERIALIZED (SELECT * FROM (${compiled}) x WHERE member OR next_at IS NOT NULL),
+    members AS MATERIALIZED (${rowsOf("segment_memberships", "profile_id")}),
+    timed AS MATERIALIZED (${rowsOf("segment_timers", "profile_id, due_at")}),
     ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
-      SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM r WHERE member
-      ON CONFLICT DO NOTHING RETURNING profile_id),
-    del AS (DELETE FROM segment_memberships t WHERE ${without("segment_memberships", "member")}
+      SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM (SELECT profile_id FROM r WHERE member EXCEPT SELECT profile_id FROM members) n
+      ORDER BY profile_id ON CONFLICT DO NOTHING RETURNING profile_id),
+    del AS (${removing("segment_memberships", sql`SELECT profile_id FROM members EXCEPT SELECT profile_id FROM r WHERE member`)}
       RETURNING t.profile_id),
     changes AS (INSERT INTO segment_membership_changes (workspace_id, segment_id, profile_id, entered, at)
       SELECT ${ws}, ${id}::uuid, profile_id, true, ${at} FROM ins
@@ -77,10 +79,10 @@ export async function evaluateSegment(
         WHERE sr.workspace_id = ${ws} AND sr.target_id = ${id}::uuid AND sr.referrer_kind = 'Journey')
       RETURNING 1),
     timers AS (INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
-      SELECT ${ws}, ${id}::uuid, profile_id, next_at FROM r WHERE next_at IS NOT NULL
-      ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at
-        WHERE segment_timers.due_at <> EXCLUDED.due_at),
-    untimed AS (DELETE FROM segment_timers t WHERE ${without("segment_timers", "next_at IS NOT NULL")}),
+      SELECT ${ws}, ${id}::uuid, profile_id, next_at FROM (
+        SELECT profile_id, next_at::timestamptz(3) FROM r WHERE next_at IS NOT NULL EXCEPT SELECT profile_id, due_at FROM timed) n
+      ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at),
+    untimed AS (${removing("segment_timers", sql`SELECT profile_id FROM timed EXCEPT SELECT profile_id FROM r WHERE next_at IS NOT NULL`)}),
     counted AS (UPDATE segments SET ${counts}
       WHERE workspace_id = ${ws} AND id = ${id}::uuid${current})
     SELECT (SELECT count(*) FROM ins)::int AS entered, (SELECT count(*) FROM del)::int AS exited,

@@ -30,6 +30,9 @@ export function eventsRead(def: SegmentDefinition): EventsRead | null {
   return names.size > 0 || identifies ? { names: [...names].sort(), identifies } : null;
 }
 
+/** The session's buffers for temporary tables, the copy's (set once per session: never changed back). */
+const TEMP_BUFFERS = "128MB";
+
 /** The copy, in the session's own schema of temporary tables. */
 const COPY = raw("pg_temp.tidings_scope_events");
 
@@ -51,6 +54,9 @@ export async function withScopeEvents<T>(
   // The profiles' identities as the segments' `ids` (compile.ts) has them; the workspace comes
   // from the identity's row, as in eventsOf (compile-nodes.ts): the lookups stay per identity,
   // through the index, whatever the statistics say.
+  // Temporary tables live in the session's own buffers (8 MB by default, then files): a size
+  // can be set only before the session's first temporary table, and is kept for its life.
+  await db.query(`SET temp_buffers = '${TEMP_BUFFERS}'`);
   await db.query(sql`CREATE TEMPORARY TABLE ${COPY} AS
     SELECT i.profile_id, e.type, e.event, e.event_time, e.message_id, e.payload
     FROM (SELECT p.workspace_id, p.profile_id, p.profile_id AS identity_id FROM profiles p
