@@ -16,7 +16,7 @@ import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, storedSegmentDefinition, type SubscriptionGroupTypes } from "./compile.ts";
 import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
-import { eventsRead, withScopeEvents } from "./scope-events.ts";
+import { evaluationUnits, eventsRead, withScopeEvents } from "./scope-events.ts";
 
 const REFRESH = "segments.refresh";
 const TICK = "segments.tick";
@@ -49,8 +49,8 @@ export interface SegmentEngineOptions {
   log?: (msg: string, err?: unknown) => void;
   /**
    * A drained batch touching at least `min` users and at least `share` of the workspace's users
-   * means heavy ingestion: the drain then takes every waiting outbox row in one pass (their users
-   * are mostly the same), one segment at a time. Default { min: 2000, share: 0.5 }.
+   * means heavy ingestion: the drain then takes up to `outboxRead.heavy` waiting outbox rows in
+   * one pass (their users are mostly the same). Default { min: 2000, share: 0.5 }.
    */
   heavyIngestion?: { min: number; share: number };
   /** Outbox rows read per pass, normally and under heavy ingestion (tests make them small). */
@@ -298,17 +298,11 @@ export class SegmentEngine {
           [keys],
         );
     const groups = await this.groupTypes(db, workspaceId);
-    // A pass over most of a workspace runs one segment at a time: two side by side would take
-    // every core from ingestion.
     let signalled = 0;
     const work = affected
       .map((s) => ({ s, ids: scope.of(s), reads: eventsRead(s.definition) }))
       .filter((w) => w.ids.length > 0);
-    // Segments reading events are evaluated together, on one connection, over one copy of their
-    // scope's events (scope-events.ts), when there are several; the others one by one.
-    const reading = work.filter((w) => w.reads !== null);
-    const units = reading.length >= 2 ? [reading, ...work.filter((w) => w.reads === null).map((w) => [w])] : work.map((w) => [w]);
-    await this.inLanes(db, saturated ? 1 : LANES, units, async (lane, unit) => {
+    await this.inLanes(db, LANES, evaluationUnits(work), async (lane, unit) => {
       const evaluate = async (w: (typeof work)[number], events?: Sql) => {
         const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
         signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, { events })).signals;

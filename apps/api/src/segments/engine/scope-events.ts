@@ -30,6 +30,24 @@ export function eventsRead(def: SegmentDefinition): EventsRead | null {
   return names.size > 0 || identifies ? { names: [...names].sort(), identifies } : null;
 }
 
+/**
+ * A drain's evaluations in the order lanes take them: every segment on its own, except segments
+ * reading the same events, when several do: those are one unit, evaluated over one copy. Single
+ * evaluations first (the short ones first: a change reaches most segments without waiting for
+ * the long units), then the units, most segments first (the lanes finish together).
+ */
+export function evaluationUnits<T extends { reads: EventsRead | null }>(work: T[]): T[][] {
+  const byReads = new Map<string, T[]>();
+  for (const w of work) {
+    if (w.reads === null) continue;
+    const key = JSON.stringify(w.reads);
+    byReads.set(key, [...(byReads.get(key) ?? []), w]);
+  }
+  const copied = [...byReads.values()].filter((unit) => unit.length > 1).sort((a, b) => b.length - a.length);
+  const shared = new Set(copied.flat());
+  return [...work.filter((w) => !shared.has(w)).map((w) => [w]), ...copied];
+}
+
 /** The session's buffers for temporary tables, the copy's (set once per session: never changed back). */
 const TEMP_BUFFERS = "128MB";
 
