@@ -34,6 +34,8 @@ export async function lockDependents(tx: Pick<Tx, "$executeRaw">, workspaceId: s
 export const outboxKey = {
   /** Track events with this name. */
   event: (name: string) => `e:${name}`,
+  /** The event name of an `event` key; null for any other key. */
+  eventName: (key: string): string | null => (key.startsWith("e:") ? key.slice(2) : null),
   /** The top-level trait `key`. */
   trait: (key: string) => `t:${key}`,
   /** Subscription assignments of a group. */

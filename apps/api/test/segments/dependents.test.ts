@@ -152,3 +152,54 @@ it("a segment that could hold for a user with no data is evaluated for the profi
   await a.ctx.segments.settle(ws.id);
   expect(await members(everyone)).toEqual(["ann", "bob"]);
 });
+
+it("a user whose new track events can only keep its membership as it is is not evaluated; one with other changes in the batch is", async () => {
+  const ws = await a.newWorkspace();
+  const buyersId = await saveSegment(a, ws.adminKey, "buyers", buyers);
+  const neverBought = await saveSegment(
+    a,
+    ws.adminKey,
+    "never-bought",
+    single({ type: "Performed", event: "Bought", times: 1, timesOperator: "<" } as never),
+  );
+  const proBuyers = await saveSegment(a, ws.adminKey, "pro-buyers", {
+    entryNode: { type: "And", id: "and", children: ["pro", "bought"] },
+    nodes: [
+      { type: "Trait", id: "pro", path: "plan", operator: { type: "Equals", value: "pro" } },
+      { type: "Performed", id: "bought", event: "Bought", times: 1, timesOperator: ">=" },
+    ],
+  });
+  const members = async (id: string) =>
+    (await request(a.url, "GET", `/api/admin/segments/${id}/users`, { headers: bearer(ws.adminKey) })).body.items
+      .map((u: { userId: string }) => u.userId)
+      .sort();
+  // A mark any evaluation of the user would remove: a timer its definition never sets.
+  const mark = (segmentId: string, userId: string) =>
+    a.ctx.db.pool.query(
+      "INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at) VALUES ($1, $2, $3, '2100-01-01')",
+      [ws.id, segmentId, userId],
+    );
+  const marked = async (segmentId: string, userId: string) =>
+    (await a.ctx.db.pool.query("SELECT 1 FROM segment_timers WHERE segment_id = $1 AND profile_id = $2", [segmentId, userId])).rowCount === 1;
+
+  await send(a, ws.writeKey, [identify("ann", { plan: "pro" }, Date.now()), track({ userId: "ann" }, "Bought", Date.now())]);
+  await a.ctx.segments.settle(ws.id);
+  expect(await members(buyersId)).toEqual(["ann"]);
+  expect(await members(proBuyers)).toEqual(["ann"]);
+  expect(await members(neverBought)).toEqual([]);
+
+  // Another Bought can only keep ann in buyers and pro-buyers, and out of never-bought.
+  await Promise.all([mark(buyersId, "ann"), mark(proBuyers, "ann"), mark(neverBought, "ann")]);
+  await send(a, ws.writeKey, [track({ userId: "ann" }, "Bought", Date.now()), track({ userId: "bob" }, "Bought", Date.now())]);
+  await a.ctx.segments.settle(ws.id);
+  expect([await marked(buyersId, "ann"), await marked(proBuyers, "ann"), await marked(neverBought, "ann")]).toEqual([true, true, true]);
+  // bob was not a member: evaluated, he enters.
+  expect(await members(buyersId)).toEqual(["ann", "bob"]);
+
+  // In one batch ann changes plan too: her identify is pro-buyers' other key, so she is evaluated and leaves.
+  await send(a, ws.writeKey, [identify("ann", { plan: "free" }, Date.now()), track({ userId: "ann" }, "Bought", Date.now())]);
+  await a.ctx.segments.settle(ws.id);
+  expect(await members(proBuyers)).toEqual([]);
+  expect(await marked(proBuyers, "ann")).toBe(false);
+  expect(await marked(buyersId, "ann")).toBe(true);
+});

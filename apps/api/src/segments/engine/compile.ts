@@ -144,3 +144,43 @@ export function segmentDependencies(def: SegmentDefinition): string[] {
   if (onEmpty(def.entryNode, byId) !== false) keys.add(outboxKey.any);
   return [...keys].sort();
 }
+
+/** How adding events can change a node's value: not at all, only from false to true, only from true to false, or either way. */
+type Direction = "none" | "up" | "down" | "both";
+
+function direction(n: SegmentNode, byId: Map<string, SegmentNode>, events: ReadonlySet<string>): Direction {
+  switch (n.type) {
+    case "Performed":
+      // Added events only raise the count, at every instant (whatever the window or the dates in properties).
+      if (!events.has(n.event)) return "none";
+      return n.timesOperator === ">=" ? "up" : n.timesOperator === "<" ? "down" : "both";
+    case "LastPerformed":
+      return events.has(n.event) ? "both" : "none";
+    case "Not": {
+      const inner = direction(byId.get(n.child)!, byId, events);
+      return inner === "up" ? "down" : inner === "down" ? "up" : inner;
+    }
+    case "And":
+    case "Or": {
+      const parts = new Set(n.children.map((id) => direction(byId.get(id)!, byId, events)));
+      parts.delete("none");
+      if (parts.size === 0) return "none";
+      return parts.size === 1 ? [...parts][0]! : "both";
+    }
+    default:
+      // Traits (HasBeen reads identifies, not track events), assignments, buckets, Everyone.
+      return "none";
+  }
+}
+
+/**
+ * What adding track events named `events`, and nothing else, can do to a user's membership: only
+ * let a non-member enter ("enter": they raise the counts of `>=` nodes under an even number of
+ * Nots), only let a member leave ("exit"), or either (null). It holds at every instant from now
+ * on, so a member (or non-member) skipped keeps its timer: the earliest instant its old data
+ * could flip is no later than its new data's (docs/segments.md).
+ */
+export function addedEventsCanOnly(def: SegmentDefinition, events: ReadonlySet<string>): "enter" | "exit" | null {
+  const d = direction(def.entryNode, nodesById(def), events);
+  return d === "up" ? "enter" : d === "down" ? "exit" : null;
+}

@@ -4,7 +4,7 @@
 // and the segment's member count follows — all in the statement, so it is all or nothing.
 import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
-import { raw, type Sql, sql } from "../../db/sql.ts";
+import { type Param, raw, type Sql, sql } from "../../db/sql.ts";
 import { compileSegment, type SubscriptionGroupTypes, segmentInputs, storedSegmentDefinition } from "./compile.ts";
 
 export interface SegmentToEvaluate {
@@ -21,6 +21,16 @@ export interface Evaluated {
 }
 
 type Queryable = Pick<pg.PoolClient, "query">;
+
+/**
+ * The rows of `table` (keyed by workspace, segment and profile) of the segment `id` for the
+ * profiles `ids` (text[]), as a query: one primary-key lookup per id. A condition `profile_id =
+ * ANY(ids)` was planned through the (workspace, profile) index, reading every segment's rows of
+ * those profiles (about twice as slow, and more so with more segments).
+ */
+export const scopedRows = (table: string, columns: string, ws: Param | string, id: Param | string, ids: Param | string[]) =>
+  sql`SELECT ${raw(columns)} FROM unnest(${ids}::text[]) x CROSS JOIN LATERAL (SELECT ${raw(columns)} FROM ${raw(table)} t
+    WHERE t.workspace_id = ${ws}::uuid AND t.segment_id = ${id}::uuid AND t.profile_id = x LIMIT 1) t`;
 
 export interface EvaluateOptions {
   /** A full recompute (`scope` null) sets these and `lastRecomputed`, if the stored definition is still `definitionUpdatedAt`. */
@@ -46,15 +56,15 @@ export async function evaluateSegment(
   const { workspaceId: ws, segmentId: id, now: at } = inputs;
   const compiled = compileSegment(segment.definition, groups, inputs, events ?? null);
   // Each table's rows of the segment in scope (all of the segment's, for a full recompute), read
-  // once through its primary key; what changes is found by set operations against them (hashed,
+  // once; what changes is found by set operations against them (hashed,
   // linear whatever the planner believes of the sizes: an anti-join against r, on the estimates of
   // a new workspace, became a nested loop over both), and only that is written. Rows that stay are
   // not touched (an upsert would lock each one, and write that to the WAL). Enters are recorded in
   // the order of their ids, as exits are (the order of the index).
   const rowsOf = (table: string, columns: string) =>
-    sql`SELECT ${raw(columns)} FROM ${raw(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid${
-      scope === null ? raw("") : sql` AND t.profile_id = ANY(${inputs.scope}::text[])`
-    }`;
+    scope === null
+      ? sql`SELECT ${raw(columns)} FROM ${raw(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid`
+      : scopedRows(table, columns, ws, id, inputs.scope);
   const removing = (table: string, ids: Sql) =>
     sql`DELETE FROM ${raw(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid AND t.profile_id = ANY (ARRAY(${ids}))`;
   const counts = full

@@ -16,7 +16,8 @@ import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, storedSegmentDefinition, type SubscriptionGroupTypes } from "./compile.ts";
 import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
-import { evaluationUnits, eventsRead, withScopeEvents } from "./scope-events.ts";
+import { narrowScope, segmentScope } from "./scope.ts";
+import { type EventsRead, evaluationUnits, eventsRead, withScopeEvents } from "./scope-events.ts";
 
 const REFRESH = "segments.refresh";
 const TICK = "segments.tick";
@@ -299,9 +300,11 @@ export class SegmentEngine {
         );
     const groups = await this.groupTypes(db, workspaceId);
     let signalled = 0;
-    const work = affected
-      .map((s) => ({ s, ids: scope.of(s), reads: eventsRead(s.definition) }))
-      .filter((w) => w.ids.length > 0);
+    const work: { s: (typeof affected)[number]; ids: string[]; reads: EventsRead | null }[] = [];
+    for (const s of affected) {
+      const ids = await narrowScope(db, workspaceId, s.id, scope.of(s));
+      if (ids.length > 0) work.push({ s, ids, reads: eventsRead(s.definition) });
+    }
     await this.inLanes(db, LANES, evaluationUnits(work), async (lane, unit) => {
       const evaluate = async (w: (typeof work)[number], events?: Sql) => {
         const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
@@ -376,13 +379,12 @@ export class SegmentEngine {
   }
 
   /**
-   * What a drained batch asks each segment to evaluate: the ids of the rows whose keys the
-   * segment depends on, as sent and the profiles they belong to now (a linked id's old
-   * memberships leave); a row changing `*` (linked identities, deletions) is every segment's.
-   * A segment that could hold for a user with no data at all (it depends on `*`: Everyone,
-   * RandomBucket, `Performed … < n`, `Not`) changes for a profile that existed before only through
-   * its other keys or a `*` change; it also takes the profiles the batch created (their
-   * `created_at` is the transaction's, as is their outbox row's). `users` counts every id.
+   * The users of a drained batch (`users` counts them), and each segment's scope in it
+   * (scope.ts). Each row's ids are taken as sent and with the profiles they belong to now (a
+   * linked id's old memberships leave). A segment that could hold for a user with no data at all
+   * (it depends on `*`: Everyone, RandomBucket, `Performed … < n`, `Not`) changes for a profile
+   * that existed before only through its other keys or a `*` change; it also takes the profiles
+   * the batch created (their `created_at` is the transaction's, as is their outbox row's).
    */
   private async resolveScope(db: pg.PoolClient, workspaceId: string, batch: DrainedRow[]) {
     const ids = [...new Set(batch.flatMap((r) => r.ids))];
@@ -394,28 +396,12 @@ export class SegmentEngine {
       [workspaceId, ids, since],
     );
     const profileOf = new Map(rows.flatMap((r) => (r.id === null ? [] : [[r.x, r.id] as const])));
-    const idsOf = (rs: DrainedRow[]) => {
-      const out = new Set<string>();
-      for (const r of rs) {
-        for (const x of r.ids) {
-          out.add(x);
-          const p = profileOf.get(x);
-          if (p !== undefined) out.add(p);
-        }
-      }
-      return out;
-    };
-    const all = [...idsOf(batch)];
+    const resolved = batch.map((r) => ({ keys: r.keys, ids: r.ids.flatMap((x) => (profileOf.has(x) ? [x, profileOf.get(x)!] : [x])) }));
+    const all = [...new Set(resolved.flatMap((r) => r.ids))];
     const created = rows.filter((r) => r.created).flatMap((r) => (r.id === null ? [r.x] : [r.x, r.id]));
     return {
       users: all.length,
-      of: (s: StoredSegment): string[] => {
-        const deps = s.depends_on ?? [];
-        if (deps.length === 0) return all;
-        const meeting = idsOf(batch.filter((r) => r.keys.some((k) => k === outboxKey.any || deps.includes(k))));
-        if (deps.includes(outboxKey.any)) for (const id of created) meeting.add(id);
-        return [...meeting];
-      },
+      of: (s: StoredSegment & { definition: SegmentDefinition }) => segmentScope(s.definition, s.depends_on ?? [], resolved, created, all),
     };
   }
 

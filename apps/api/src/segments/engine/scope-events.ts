@@ -32,18 +32,26 @@ export function eventsRead(def: SegmentDefinition): EventsRead | null {
 
 /**
  * A drain's evaluations in the order lanes take them: every segment on its own, except segments
- * reading the same events, when several do: those are one unit, evaluated over one copy. Single
- * evaluations first (the short ones first: a change reaches most segments without waiting for
- * the long units), then the units, most segments first (the lanes finish together).
+ * reading the same events for many users, when several do: those are one unit, evaluated over one
+ * copy. A segment evaluated for fewer than a quarter of the users of the largest one reading the
+ * same events stays on its own: looking its few users' events up costs less than reading the
+ * copy. Single evaluations first (the short ones first: a change reaches most segments without
+ * waiting for the long units), then the units, most segments first (the lanes finish together).
  */
-export function evaluationUnits<T extends { reads: EventsRead | null }>(work: T[]): T[][] {
+export function evaluationUnits<T extends { reads: EventsRead | null; ids: string[] }>(work: T[]): T[][] {
   const byReads = new Map<string, T[]>();
   for (const w of work) {
     if (w.reads === null) continue;
     const key = JSON.stringify(w.reads);
     byReads.set(key, [...(byReads.get(key) ?? []), w]);
   }
-  const copied = [...byReads.values()].filter((unit) => unit.length > 1).sort((a, b) => b.length - a.length);
+  const copied = [...byReads.values()]
+    .map((same) => {
+      const largest = Math.max(...same.map((w) => w.ids.length));
+      return same.filter((w) => w.ids.length * 4 >= largest);
+    })
+    .filter((unit) => unit.length > 1)
+    .sort((a, b) => b.length - a.length);
   const shared = new Set(copied.flat());
   return [...work.filter((w) => !shared.has(w)).map((w) => [w]), ...copied];
 }
