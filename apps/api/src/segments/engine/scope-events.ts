@@ -11,6 +11,7 @@
 import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { raw, type Sql, sql } from "../../db/sql.ts";
+import { inTransaction } from "../../db/transaction.ts";
 import { nodesById } from "./compile.ts";
 
 /** The events a definition reads: track events by name, and identifies (a Trait node with HasBeen). */
@@ -77,22 +78,26 @@ export async function withScopeEvents<T>(
 ): Promise<T> {
   const names = [...new Set(reads.flatMap((r) => r.names))];
   const identifies = reads.some((r) => r.identifies);
-  // The profiles' identities as the segments' `ids` (compile.ts) has them; the workspace comes
-  // from the identity's row, as in eventsOf (compile-nodes.ts): the lookups stay per identity,
-  // through the index, whatever the statistics say.
   // Temporary tables live in the session's own buffers (8 MB by default, then files): a size
   // can be set only before the session's first temporary table, and is kept for its life.
   await db.query(`SET temp_buffers = '${TEMP_BUFFERS}'`);
-  await db.query(sql`CREATE TEMPORARY TABLE ${COPY} AS
-    SELECT i.profile_id, e.type, e.event, e.event_time, e.message_id, e.payload
-    FROM (SELECT p.workspace_id, p.profile_id, p.profile_id AS identity_id FROM profiles p
-          WHERE p.workspace_id = ${workspaceId} AND p.profile_id = ANY(${ids}::text[])
-          UNION ALL
-          SELECT a.workspace_id, a.profile_id, a.alias_id FROM profile_aliases a
-          WHERE a.workspace_id = ${workspaceId} AND a.profile_id = ANY(${ids}::text[])) i
-    CROSS JOIN LATERAL (SELECT e.* FROM events e
-      WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id OFFSET 0) e
-    WHERE (e.type = 'track' AND e.event = ANY(${names}::text[])) OR (${identifies}::boolean AND e.type = 'identify')`);
+  // The profiles' identities as the segments' `ids` (compile.ts) has them; the workspace comes
+  // from the identity's row, as in eventsOf (compile-nodes.ts): the lookups stay per identity,
+  // through the index, whatever the statistics say. Each looks up a few rows: a plain index scan,
+  // not a bitmap built per identity (measured: the copy takes a fifth less).
+  await inTransaction(db, async () => {
+    await db.query("SET LOCAL enable_bitmapscan = off");
+    await db.query(sql`CREATE TEMPORARY TABLE ${COPY} AS
+      SELECT i.profile_id, e.type, e.event, e.event_time, e.message_id, e.payload
+      FROM (SELECT p.workspace_id, p.profile_id, p.profile_id AS identity_id FROM profiles p
+            WHERE p.workspace_id = ${workspaceId} AND p.profile_id = ANY(${ids}::text[])
+            UNION ALL
+            SELECT a.workspace_id, a.profile_id, a.alias_id FROM profile_aliases a
+            WHERE a.workspace_id = ${workspaceId} AND a.profile_id = ANY(${ids}::text[])) i
+      CROSS JOIN LATERAL (SELECT e.* FROM events e
+        WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id OFFSET 0) e
+      WHERE (e.type = 'track' AND e.event = ANY(${names}::text[])) OR (${identifies}::boolean AND e.type = 'identify')`);
+  });
   let result: { value: T } | undefined;
   try {
     await db.query("SET work_mem = '64MB'");
