@@ -41,9 +41,10 @@
 //      round each; after each round the engine is let drain its outbox (the time it takes is
 //      shown; given at most 30 s, then the backlog is discarded) so that no round pays for the
 //      previous one. Ratio of the median events/s. Target ≥ 0.7. The engine works behind
-//      ingestion, so the ratio does not charge the live rounds for the backlog they leave: also
-//      shown, the events/s with each round's drain time counted in (an upper bound when a drain
-//      was given up on).
+//      ingestion, so the ratio does not charge the live rounds for the backlog they leave (an
+//      engine that falls behind scores better): the headline is the events/s with each round's
+//      drain time counted in (an upper bound when a drain was given up on), target ≥ 0.5 of the
+//      rate without segments.
 //  (e) Freshness under load: (b) with 95 track events per batch instead of 15, so 10 000 events/s
 //      are offered. Targets: p95 ≤ 1 s, and the engine drained (catch-up) ≤ 2 s after the last 204.
 //  (d) Window expiries. A fresh workspace with one segment `lastSeen Within 60 s`; 2 000 users are
@@ -953,7 +954,7 @@ async function main() {
         `(c) ingestion with 20 live segments / without: ${r0(c.liveRate)} / ${r0(c.noneRate)} events/s (medians of ${ROUNDS} × ${ROUND_SECONDS} s, ${c.non2xx} non-2xx) = ${c.ratio.toFixed(2)}  (target ≥ 0.70) ${ok(c.ratio >= 0.7)}`,
       );
       console.log(
-        `    counting the engine's drain after each round as part of it: ${c.gaveUp ? "≤ " : ""}${r0(c.sustained)} events/s = ${c.gaveUp ? "≤ " : ""}${(c.sustained / c.noneRate).toFixed(2)} of the rate without segments${c.gaveUp ? `; a backlog not drained within ${C_DRAIN_LIMIT_MS / 1000} s was discarded before the next round (counted as ${C_DRAIN_LIMIT_MS / 1000} s: an upper bound)` : ""}`,
+        `    counting the engine's drain after each round as part of it: ${c.gaveUp ? "≤ " : ""}${r0(c.sustained)} events/s = ${c.gaveUp ? "≤ " : ""}${(c.sustained / c.noneRate).toFixed(2)} of the rate without segments  (target ≥ 0.50) ${ok(!c.gaveUp && c.sustained / c.noneRate >= 0.5)}${c.gaveUp ? `; a backlog not drained within ${C_DRAIN_LIMIT_MS / 1000} s was discarded before the next round (counted as ${C_DRAIN_LIMIT_MS / 1000} s: an upper bound)` : ""}`,
       );
     }
     if (d) {
