@@ -175,12 +175,14 @@ it("a user whose new track events can only keep its membership as it is is not e
       .sort();
   // A mark any evaluation of the user would remove: a timer its definition never sets.
   const mark = (segmentId: string, userId: string) =>
-    a.ctx.db.pool.query(
-      "INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at) VALUES ($1, $2, $3, '2100-01-01')",
-      [ws.id, segmentId, userId],
-    );
+    a.ctx.db.pool.query("INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at) VALUES ($1, $2, $3, '2100-01-01')", [
+      ws.id,
+      segmentId,
+      userId,
+    ]);
   const marked = async (segmentId: string, userId: string) =>
-    (await a.ctx.db.pool.query("SELECT 1 FROM segment_timers WHERE segment_id = $1 AND profile_id = $2", [segmentId, userId])).rowCount === 1;
+    (await a.ctx.db.pool.query("SELECT 1 FROM segment_timers WHERE segment_id = $1 AND profile_id = $2", [segmentId, userId])).rowCount ===
+    1;
 
   await send(a, ws.writeKey, [identify("ann", { plan: "pro" }, Date.now()), track({ userId: "ann" }, "Bought", Date.now())]);
   await a.ctx.segments.settle(ws.id);

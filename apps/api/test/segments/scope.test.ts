@@ -24,7 +24,10 @@ describe("what added track events can do to a membership", () => {
     // Not turns one into the other; And and Or keep a single direction, and mix two into either.
     expect(only(def({ type: "Not", id: "not", child: "b" } as SegmentNode, [bought]), "Bought")).toBe("exit");
     expect(only(proBuyers, "Bought")).toBe("enter");
-    const boughtOnce = def({ type: "And", id: "and", children: ["b", "n"] } as SegmentNode, [bought, performed("n", "Bought", "<", { times: 2 })]);
+    const boughtOnce = def({ type: "And", id: "and", children: ["b", "n"] } as SegmentNode, [
+      bought,
+      performed("n", "Bought", "<", { times: 2 }),
+    ]);
     expect(only(boughtOnce, "Bought")).toBeNull();
     const viewedNotBought = def({ type: "Or", id: "or", children: ["v", "n"] } as SegmentNode, [
       performed("v", "Viewed", ">="),

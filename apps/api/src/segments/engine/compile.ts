@@ -56,7 +56,12 @@ export function nodesById(def: SegmentDefinition): Map<string, SegmentNode> {
  * null. `events`, with a scope, is a table holding every event of the scope's profiles the
  * definition reads (scope-events.ts), read instead of `events`.
  */
-export function compileSegment(def: SegmentDefinition, groups: SubscriptionGroupTypes, inputs: SegmentInputs, events: Sql | null = null): Sql {
+export function compileSegment(
+  def: SegmentDefinition,
+  groups: SubscriptionGroupTypes,
+  inputs: SegmentInputs,
+  events: Sql | null = null,
+): Sql {
   const { workspaceId, scope } = inputs;
   const scoped = scope.value !== null;
   const byId = nodesById(def);

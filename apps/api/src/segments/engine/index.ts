@@ -312,9 +312,15 @@ export class SegmentEngine {
       };
       if (unit.length === 1) return evaluate(unit[0]!);
       const ids = [...new Set(unit.flatMap((w) => w.ids))];
-      await withScopeEvents(lane, workspaceId, ids, unit.flatMap((w) => w.reads ?? []), async (events) => {
-        for (const w of unit) await evaluate(w, events);
-      });
+      await withScopeEvents(
+        lane,
+        workspaceId,
+        ids,
+        unit.flatMap((w) => w.reads ?? []),
+        async (events) => {
+          for (const w of unit) await evaluate(w, events);
+        },
+      );
     });
     // Each row's age as it goes: the change's segments are current now (the engine's lag).
     const remove = async () =>

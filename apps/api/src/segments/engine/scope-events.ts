@@ -98,21 +98,19 @@ export async function withScopeEvents<T>(
         WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id OFFSET 0) e
       WHERE (e.type = 'track' AND e.event = ANY(${names}::text[])) OR (${identifies}::boolean AND e.type = 'identify')`);
   });
-  let result: { value: T } | undefined;
+  const drop = async () => {
+    await db.query(sql`DROP TABLE ${COPY}`);
+    await db.query("RESET work_mem");
+  };
+  let value: T;
   try {
     await db.query("SET work_mem = '64MB'");
-    result = { value: await fn(COPY) };
-  } finally {
-    // A copy that cannot be dropped means a broken connection: its error is thrown if fn's is not.
-    const drop = async () => {
-      await db.query(sql`DROP TABLE ${COPY}`);
-      await db.query("RESET work_mem");
-    };
-    const dropped = await drop().then(
-      () => undefined,
-      (err: Error) => err,
-    );
-    if (dropped && result) throw dropped;
+    value = await fn(COPY);
+  } catch (err) {
+    // fn's error is the one thrown (a copy that cannot be dropped means a broken connection).
+    await drop().catch(() => {});
+    throw err;
   }
-  return result!.value;
+  await drop();
+  return value;
 }

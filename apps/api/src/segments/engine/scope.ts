@@ -32,7 +32,13 @@ export interface ScopeRow {
  * that could hold for a user with no data at all (it depends on `*`) also takes `created`, the
  * profiles the batch created, whatever their rows; one without dependencies takes `everyone`.
  */
-export function segmentScope(def: SegmentDefinition, deps: string[], rows: ScopeRow[], created: string[], everyone: string[]): SegmentScope {
+export function segmentScope(
+  def: SegmentDefinition,
+  deps: string[],
+  rows: ScopeRow[],
+  created: string[],
+  everyone: string[],
+): SegmentScope {
   if (deps.length === 0) return { all: everyone, enter: [], exit: [] };
   const meets = (k: string) => k === outboxKey.any || deps.includes(k);
   // What a row's changes can do to the segment, per set of keys met.
@@ -63,7 +69,12 @@ export function segmentScope(def: SegmentDefinition, deps: string[], rows: Scope
 }
 
 /** The ids of `scope` the segment is evaluated for: all of `all`, the non-members of `enter`, the members of `exit`. */
-export async function narrowScope(db: Pick<pg.PoolClient, "query">, workspaceId: string, segmentId: string, scope: SegmentScope): Promise<string[]> {
+export async function narrowScope(
+  db: Pick<pg.PoolClient, "query">,
+  workspaceId: string,
+  segmentId: string,
+  scope: SegmentScope,
+): Promise<string[]> {
   if (scope.enter.length === 0 && scope.exit.length === 0) return scope.all;
   const members = (ids: string[]) => scopedRows("segment_memberships", "profile_id", workspaceId, segmentId, ids);
   const { rows } = await db.query<{ ids: string[] }>(
