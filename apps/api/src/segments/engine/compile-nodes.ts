@@ -11,16 +11,25 @@ export interface Condition {
   flips: Sql[];
 }
 
+/** A drain's copy of the events of the profiles it evaluates (scope-events.ts). */
+export interface ScopeEvents {
+  /** The copy: every event the definition reads of the profiles in scope, with the profile each belongs to. */
+  table: Sql;
+  /**
+   * It holds the events of the profiles in scope only. Otherwise (other segments of the drain
+   * read it for more profiles) each node keeps its scope's rows: rows of other profiles would
+   * only be aggregated for nothing (the query keeps the profiles in scope).
+   */
+  exact: boolean;
+}
+
 /** What a node compiler reads and adds besides the node itself. */
 export interface NodeScope {
   readonly inputs: SegmentInputs;
   /** The query runs for a list of profiles (an incremental evaluation), not the whole workspace. */
   readonly scoped: boolean;
-  /**
-   * A table holding every event of the profiles in scope that the definition reads, with the
-   * profile each belongs to (a drain's copy, scope-events.ts), read instead of `events`; or null.
-   */
-  readonly events: Sql | null;
+  /** A drain's copy of the scope's events, read instead of `events`; or null. */
+  readonly events: ScopeEvents | null;
   readonly groups: SubscriptionGroupTypes;
   /** The name of the node's CTE, unique in the query (`<alias>t` for a second one). */
   readonly alias: Sql;
@@ -70,7 +79,7 @@ function operator(op: SegmentOperator | PropertyOperator, v: Sql, now: Sql, once
     case "LessThan":
     case "LessThanOrEqual": {
       const cmp = raw(NUMBER_COMPARISONS[op.type]);
-      return always(sql`CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v} #>> '{}')::numeric ${cmp} ${op.value}::numeric ELSE false END`);
+      return always(sql`CASE WHEN jsonb_typeof(${v}) = 'number' THEN ${v}::numeric ${cmp} ${op.value}::numeric ELSE false END`);
     }
     case "Within": {
       const d = once(sql`tidings_instant(${v})`);
@@ -93,7 +102,8 @@ function operator(op: SegmentOperator | PropertyOperator, v: Sql, now: Sql, once
 /** Every condition on the properties of the event `e`. */
 function properties(conds: PropertyCondition[] | undefined, at: NodeScope): Condition {
   const now = sql`${at.inputs.now}::timestamptz`;
-  const parts = (conds ?? []).map((x) => operator(x.operator, sql`(e.payload -> 'properties') #> ${textPath(x.path)}`, now));
+  // One lookup from the payload down (not a copy of the properties object first, per condition and row).
+  const parts = (conds ?? []).map((x) => operator(x.operator, sql`(e.payload #> ${textPath(`properties.${x.path}`)})`, now));
   const cond = parts.length
     ? join(
         parts.map((x) => x.cond),
@@ -116,7 +126,10 @@ function properties(conds: PropertyCondition[] | undefined, at: NodeScope): Cond
  * events once, with their profile ids (`at.events`, scope-events.ts): they are read from the copy.
  */
 const eventsOf = (at: NodeScope, filter: Sql, since = none) => {
-  if (at.events) return sql`${at.events} e WHERE e.profile_id = ANY(${at.inputs.scope}::text[]) AND ${filter}${since}`;
+  if (at.events) {
+    const mine = at.events.exact ? none : sql` AND e.profile_id = ANY(${at.inputs.scope}::text[])`;
+    return sql`${at.events.table} e WHERE ${filter}${mine}${since}`;
+  }
   if (at.scoped)
     return sql`ids i CROSS JOIN LATERAL (SELECT i.profile_id, e.* FROM events e
         WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since} OFFSET 0) e WHERE ${filter}`;
@@ -195,10 +208,11 @@ export const nodeCompilers: { [K in SegmentNodeType]: NodeCompiler<K> } = {
     const { alias } = at;
     const where = properties(n.whereProperties, at);
     const has = properties(n.hasProperties, at);
+    // Grouping needs only equality: sorted by bytes (COLLATE "C"), the cheapest order.
     at.cte(sql`${alias} AS (
-        SELECT DISTINCT ON (e.profile_id) e.profile_id, (${has.cond}) AS ok
+        SELECT DISTINCT ON (e.profile_id COLLATE "C") e.profile_id, (${has.cond}) AS ok
         FROM ${eventsOf(at, sql`${tracked(n.event)} AND ${where.cond}`)}
-        ORDER BY e.profile_id, e.event_time DESC, e.message_id COLLATE "C" DESC)`);
+        ORDER BY e.profile_id COLLATE "C", e.event_time DESC, e.message_id COLLATE "C" DESC)`);
     at.join(joinAlias(alias));
     const flips = [...where.flips, ...has.flips];
     if (flips.length === 0) return always(sql`coalesce(${alias}.ok, false)`);

@@ -10,7 +10,7 @@
 import { manualSegmentDefinition, SegmentDefinition, type SegmentNode } from "@tidings/schema";
 import { join, type Param, param, raw, type Sql, sql } from "../../db/sql.ts";
 import { outboxKey } from "../../outbox/index.ts";
-import { type Condition, compileNode, least } from "./compile-nodes.ts";
+import { type Condition, compileNode, least, type ScopeEvents } from "./compile-nodes.ts";
 
 /** What a compiled query is evaluated for, as parameters the statement around it may use too. */
 export interface SegmentInputs {
@@ -60,7 +60,7 @@ export function compileSegment(
   def: SegmentDefinition,
   groups: SubscriptionGroupTypes,
   inputs: SegmentInputs,
-  events: Sql | null = null,
+  events: ScopeEvents | null = null,
 ): Sql {
   const { workspaceId, scope } = inputs;
   const scoped = scope.value !== null;

@@ -6,6 +6,7 @@ import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { type Param, raw, type Sql, sql } from "../../db/sql.ts";
 import { compileSegment, type SubscriptionGroupTypes, segmentInputs, storedSegmentDefinition } from "./compile.ts";
+import type { ScopeEvents } from "./compile-nodes.ts";
 
 export interface SegmentToEvaluate {
   workspaceId: string;
@@ -35,8 +36,8 @@ export const scopedRows = (table: string, columns: string, ws: Param | string, i
 export interface EvaluateOptions {
   /** A full recompute (`scope` null) sets these and `lastRecomputed`, if the stored definition is still `definitionUpdatedAt`. */
   full?: { definitionUpdatedAt: Date; dependsOn: string[] };
-  /** With a scope: a table holding the scope's events the definition reads (scope-events.ts), read instead of `events`. */
-  events?: Sql;
+  /** With a scope: a drain's copy of the scope's events the definition reads (scope-events.ts), read instead of `events`. */
+  events?: ScopeEvents;
 }
 
 /**

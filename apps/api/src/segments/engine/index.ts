@@ -10,11 +10,11 @@
 import type { SegmentDefinition } from "@tidings/schema";
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
-import type { Sql } from "../../db/sql.ts";
 import { OUTBOX_CHANNEL, type OutboxHandOff, type OutboxRow, outboxKey } from "../../outbox/index.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, storedSegmentDefinition, type SubscriptionGroupTypes } from "./compile.ts";
+import type { ScopeEvents } from "./compile-nodes.ts";
 import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
 import { narrowScope, segmentScope } from "./scope.ts";
 import { type EventsRead, evaluationUnits, eventsRead, withScopeEvents } from "./scope-events.ts";
@@ -306,7 +306,7 @@ export class SegmentEngine {
       if (ids.length > 0) work.push({ s, ids, reads: eventsRead(s.definition) });
     }
     await this.inLanes(db, LANES, evaluationUnits(work), async (lane, unit) => {
-      const evaluate = async (w: (typeof work)[number], events?: Sql) => {
+      const evaluate = async (w: (typeof work)[number], events?: ScopeEvents) => {
         const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
         signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, { events })).signals;
       };
@@ -317,8 +317,9 @@ export class SegmentEngine {
         workspaceId,
         ids,
         unit.flatMap((w) => w.reads ?? []),
-        async (events) => {
-          for (const w of unit) await evaluate(w, events);
+        async (table) => {
+          // A segment evaluated for every profile of the copy reads all of it.
+          for (const w of unit) await evaluate(w, { table, exact: w.ids.length === ids.length });
         },
       );
     });

@@ -100,11 +100,14 @@ export async function withScopeEvents<T>(
   });
   const drop = async () => {
     await db.query(sql`DROP TABLE ${COPY}`);
-    await db.query("RESET work_mem");
+    await db.query("RESET work_mem; RESET enable_sort");
   };
   let value: T;
   try {
-    await db.query("SET work_mem = '64MB'");
+    // The copy has no statistics (ANALYZE would cost about what it saves): the planner takes each
+    // filter on it to keep a row or so, and groups a segment's events by sorting them. Hashing is
+    // linear (measured: a Performed count over the copy in half the time).
+    await db.query("SET work_mem = '64MB'; SET enable_sort = off");
     value = await fn(COPY);
   } catch (err) {
     // fn's error is the one thrown (a copy that cannot be dropped means a broken connection).
