@@ -69,6 +69,8 @@ export class SegmentEngine {
   private refreshing = new Map<string, number>();
   /** The outbox's other consumers (src/outbox): each drained batch is handed to them before it is deleted. */
   private handOffs: OutboxHandOff[] = [];
+  /** Segments (id@definition instant) whose stored definition did not parse, already said. */
+  private unreadable = new Set<string>();
 
   constructor(private options: SegmentEngineOptions) {}
 
@@ -229,13 +231,30 @@ export class SegmentEngine {
     return rows.map((r) => r.id);
   }
 
+  /**
+   * The workspace's segments (`where` holds), definitions parsed. A segment whose stored
+   * definition does not parse (altered behind the API's back, or stored by a release whose schema
+   * allowed it) is left out, and said once per process and definition: the workspace's other
+   * segments stay current, and saving a valid definition recomputes it.
+   */
   private async segments(db: pg.PoolClient, workspaceId: string, where = "true", values: unknown[] = []) {
     const { rows } = await db.query<StoredSegment>(
       `SELECT id, definition, definition_updated_at, last_recomputed, depends_on FROM segments
        WHERE workspace_id = $1 AND ${where}`,
       [workspaceId, ...values],
     );
-    return rows.map((r) => ({ ...r, definition: storedSegmentDefinition(r) }));
+    return rows.flatMap((r) => {
+      try {
+        return [{ ...r, definition: storedSegmentDefinition(r) }];
+      } catch (err) {
+        const key = `${r.id}@${r.definition_updated_at.getTime()}`;
+        if (!this.unreadable.has(key)) {
+          this.unreadable.add(key);
+          this.options.log?.("segments: a segment is not evaluated until its definition is saved again", err);
+        }
+        return [];
+      }
+    });
   }
 
   private groupTypes(db: Pick<pg.Pool, "query">, workspaceId: string): Promise<SubscriptionGroupTypes> {
