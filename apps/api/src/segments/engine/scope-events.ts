@@ -66,8 +66,8 @@ const COPY = raw("pg_temp.tidings_scope_events");
 /**
  * Runs `fn` with a copy, on `db`'s session, of the events of the profiles `ids` (their own and
  * their aliases') that any of `reads` reads, each with the profile it belongs to; `fn` gets the
- * table to read instead of `events`. The copy, and the session's larger work_mem for the hashes
- * and sorts over it, end with `fn`.
+ * table to read instead of `events`. The copy, and the session's settings for reading it (a
+ * larger work_mem, hashing rather than sorting), end with `fn`.
  */
 export async function withScopeEvents<T>(
   db: pg.PoolClient,
