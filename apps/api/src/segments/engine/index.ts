@@ -319,28 +319,43 @@ export class SegmentEngine {
         );
     const groups = await this.groupTypes(db, workspaceId);
     let signalled = 0;
-    const work: { s: (typeof affected)[number]; ids: string[]; reads: EventsRead | null }[] = [];
-    for (const s of affected) {
-      const ids = await narrowScope(db, workspaceId, s.id, scope.of(s));
-      if (ids.length > 0) work.push({ s, ids, reads: eventsRead(s.definition) });
-    }
-    await this.inLanes(db, LANES, evaluationUnits(work), async (lane, unit) => {
-      const evaluate = async (w: (typeof work)[number], events?: ScopeEvents) => {
-        const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
-        signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, { events })).signals;
-      };
-      if (unit.length === 1) return evaluate(unit[0]!);
-      const ids = [...new Set(unit.flatMap((w) => w.ids))];
-      await withScopeEvents(
-        lane,
-        workspaceId,
-        ids,
-        unit.flatMap((w) => w.reads ?? []),
-        async (table) => {
-          // A segment evaluated for every profile of the copy reads all of it.
-          for (const w of unit) await evaluate(w, { table, exact: w.ids.length === ids.length });
-        },
-      );
+    type Work = { s: (typeof affected)[number]; ids: string[]; reads: EventsRead | null };
+    const evaluate = async (lane: pg.PoolClient, w: Work, events?: ScopeEvents) => {
+      const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
+      signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, { events })).signals;
+    };
+    // Narrowed in the lanes, which begin with the segments reading no events (a trait change is
+    // applied without waiting for every segment's scope). Segments that may share a copy of the
+    // events (by their scopes before narrowing) are narrowed and evaluated together, in one lane.
+    const candidates = affected
+      .map((s) => {
+        const of = scope.of(s);
+        return { s, of, reads: eventsRead(s.definition), ids: [...of.all, ...of.enter, ...of.exit] };
+      })
+      .filter((c) => c.ids.length > 0);
+    await this.inLanes(db, LANES, evaluationUnits(candidates), async (lane, together) => {
+      const work: Work[] = [];
+      for (const c of together) {
+        const ids = await narrowScope(lane, workspaceId, c.s.id, c.of);
+        if (ids.length > 0) work.push({ s: c.s, ids, reads: c.reads });
+      }
+      for (const unit of evaluationUnits(work)) {
+        if (unit.length === 1) {
+          await evaluate(lane, unit[0]!);
+          continue;
+        }
+        const ids = [...new Set(unit.flatMap((w) => w.ids))];
+        await withScopeEvents(
+          lane,
+          workspaceId,
+          ids,
+          unit.flatMap((w) => w.reads ?? []),
+          async (table) => {
+            // A segment evaluated for every profile of the copy reads all of it.
+            for (const w of unit) await evaluate(lane, w, { table, exact: w.ids.length === ids.length });
+          },
+        );
+      }
     });
     // Each row's age as it goes: the change's segments are current now (the engine's lag).
     const remove = async () =>

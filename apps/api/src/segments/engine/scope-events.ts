@@ -32,12 +32,14 @@ export function eventsRead(def: SegmentDefinition): EventsRead | null {
 }
 
 /**
- * A drain's evaluations in the order lanes take them: every segment on its own, except segments
- * reading the same events for many users, when several do: those are one unit, evaluated over one
- * copy. A segment evaluated for fewer than a quarter of the users of the largest one reading the
- * same events stays on its own: looking its few users' events up costs less than reading the
- * copy. Single evaluations first (the short ones first: a change reaches most segments without
- * waiting for the long units), then the units, most segments first (the lanes finish together).
+ * A drain's evaluations in the order they are taken (`ids`: the users each is evaluated for):
+ * every segment on its own, except segments reading the same events for many users, when several
+ * do: those are one unit, evaluated over one copy. A segment evaluated for fewer than a quarter of
+ * the users of the largest one reading the same events stays on its own: looking its few users'
+ * events up costs less than reading the copy. Single evaluations first (the short ones first: a
+ * change reaches most segments without waiting for the long units), then the units, most segments
+ * first (the lanes finish together). The drain groups its segments so with their scopes before
+ * narrowing (scope.ts), each group for one lane, and each lane its own group again once narrowed.
  */
 export function evaluationUnits<T extends { reads: EventsRead | null; ids: string[] }>(work: T[]): T[][] {
   const byReads = new Map<string, T[]>();
