@@ -23,14 +23,30 @@ export interface Evaluated {
 
 type Queryable = Pick<pg.PoolClient, "query">;
 
+/** Ids in a scope per row of the segment above which its rows are read by range, not looked up one by one (scopedRows). */
+const RANGE_READ_SHARE = 1 / 8;
+
 /**
  * The rows of `table` (keyed by workspace, segment and profile) of the segment `id` for the
  * profiles `ids` (text[]), as a query: one primary-key lookup per id. A condition `profile_id =
  * ANY(ids)` was planned through the (workspace, profile) index, reading every segment's rows of
- * those profiles (about twice as slow, and more so with more segments).
+ * those profiles (about twice as slow, and more so with more segments). When the ids are many
+ * beside the segment's rows (`rows`, as last known: at most 1 / RANGE_READ_SHARE rows per id), the
+ * segment's rows are read as one range of the primary key instead, each kept if its profile is
+ * one of `ids` (a hashed test): measured 4 ms instead of 21 ms for 6 000 ids among 15 857 members.
  */
-export const scopedRows = (table: string, columns: string, ws: Param | string, id: Param | string, ids: Param | string[]) =>
-  sql`SELECT ${raw(columns)} FROM unnest(${ids}::text[]) x CROSS JOIN LATERAL (SELECT ${raw(columns)} FROM ${raw(table)} t
+export const scopedRows = (
+  table: string,
+  columns: string,
+  ws: Param | string,
+  id: Param | string,
+  ids: Param | string[],
+  range: { ids: number; rows: number } | null = null,
+) =>
+  range !== null && range.ids >= range.rows * RANGE_READ_SHARE
+    ? sql`SELECT ${raw(columns)} FROM (SELECT ${raw(columns)} FROM ${raw(table)} t
+        WHERE t.workspace_id = ${ws}::uuid AND t.segment_id = ${id}::uuid OFFSET 0) t WHERE t.profile_id = ANY(${ids}::text[])`
+    : sql`SELECT ${raw(columns)} FROM unnest(${ids}::text[]) x CROSS JOIN LATERAL (SELECT ${raw(columns)} FROM ${raw(table)} t
     WHERE t.workspace_id = ${ws}::uuid AND t.segment_id = ${id}::uuid AND t.profile_id = x LIMIT 1) t`;
 
 export interface EvaluateOptions {
@@ -38,6 +54,8 @@ export interface EvaluateOptions {
   full?: { definitionUpdatedAt: Date; dependsOn: string[] };
   /** With a scope: a drain's copy of the scope's events the definition reads (scope-events.ts), read instead of `events`. */
   events?: ScopeEvents;
+  /** With a scope: the segment's member count, as last known (how its members are read: scopedRows). */
+  memberCount?: number;
 }
 
 /**
@@ -51,7 +69,7 @@ export async function evaluateSegment(
   groups: SubscriptionGroupTypes,
   now: Date,
   scope: string[] | null,
-  { full, events }: EvaluateOptions = {},
+  { full, events, memberCount }: EvaluateOptions = {},
 ): Promise<Evaluated> {
   const inputs = segmentInputs(segment.workspaceId, segment.id, now, scope);
   const { workspaceId: ws, segmentId: id, now: at } = inputs;
@@ -62,10 +80,10 @@ export async function evaluateSegment(
   // a new workspace, became a nested loop over both), and only that is written. Rows that stay are
   // not touched (an upsert would lock each one, and write that to the WAL). Enters are recorded in
   // the order of their ids, as exits are (the order of the index).
-  const rowsOf = (table: string, columns: string) =>
+  const rowsOf = (table: string, columns: string, rows?: number) =>
     scope === null
       ? sql`SELECT ${raw(columns)} FROM ${raw(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid`
-      : scopedRows(table, columns, ws, id, inputs.scope);
+      : scopedRows(table, columns, ws, id, inputs.scope, rows === undefined ? null : { ids: scope.length, rows });
   const removing = (table: string, ids: Sql) =>
     sql`DELETE FROM ${raw(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid AND t.profile_id = ANY (ARRAY(${ids}))`;
   const counts = full
@@ -74,7 +92,7 @@ export async function evaluateSegment(
   const current = full ? sql` AND definition_updated_at = ${full.definitionUpdatedAt}::timestamptz` : raw("");
   // Only members and timed rows matter below (a full recompute holds those, not every profile).
   const statement = sql`WITH r AS MATERIALIZED (SELECT * FROM (${compiled}) x WHERE member OR next_at IS NOT NULL),
-    members AS MATERIALIZED (${rowsOf("segment_memberships", "profile_id")}),
+    members AS MATERIALIZED (${rowsOf("segment_memberships", "profile_id", memberCount)}),
     timed AS MATERIALIZED (${rowsOf("segment_timers", "profile_id, due_at")}),
     ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
       SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM (SELECT profile_id FROM r WHERE member EXCEPT SELECT profile_id FROM members) n

@@ -40,6 +40,7 @@ interface StoredSegment {
   definition_updated_at: Date;
   last_recomputed: Date | null;
   depends_on: string[] | null;
+  member_count: number;
 }
 
 export interface SegmentEngineOptions {
@@ -239,7 +240,7 @@ export class SegmentEngine {
    */
   private async segments(db: pg.PoolClient, workspaceId: string, where = "true", values: unknown[] = []) {
     const { rows } = await db.query<StoredSegment>(
-      `SELECT id, definition, definition_updated_at, last_recomputed, depends_on FROM segments
+      `SELECT id, definition, definition_updated_at, last_recomputed, depends_on, member_count FROM segments
        WHERE workspace_id = $1 AND ${where}`,
       [workspaceId, ...values],
     );
@@ -322,7 +323,8 @@ export class SegmentEngine {
     type Work = { s: (typeof affected)[number]; ids: string[]; reads: EventsRead | null };
     const evaluate = async (lane: pg.PoolClient, w: Work, events?: ScopeEvents) => {
       const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
-      signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, { events })).signals;
+      const options = { events, memberCount: w.s.member_count };
+      signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, options)).signals;
     };
     // Narrowed in the lanes, which begin with the segments reading no events (a trait change is
     // applied without waiting for every segment's scope). Segments that may share a copy of the
@@ -336,7 +338,7 @@ export class SegmentEngine {
     await this.inLanes(db, LANES, evaluationUnits(candidates), async (lane, together) => {
       const work: Work[] = [];
       for (const c of together) {
-        const ids = await narrowScope(lane, workspaceId, c.s.id, c.of);
+        const ids = await narrowScope(lane, workspaceId, { id: c.s.id, memberCount: c.s.member_count }, c.of);
         if (ids.length > 0) work.push({ s: c.s, ids, reads: c.reads });
       }
       for (const unit of evaluationUnits(work)) {

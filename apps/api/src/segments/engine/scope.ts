@@ -68,15 +68,19 @@ export function segmentScope(
   return scope;
 }
 
-/** The ids of `scope` the segment is evaluated for: all of `all`, the non-members of `enter`, the members of `exit`. */
+/**
+ * The ids of `scope` the segment (with `memberCount` members, as last known) is evaluated for: all
+ * of `all`, the non-members of `enter`, the members of `exit`.
+ */
 export async function narrowScope(
   db: Pick<pg.PoolClient, "query">,
   workspaceId: string,
-  segmentId: string,
+  segment: { id: string; memberCount: number },
   scope: SegmentScope,
 ): Promise<string[]> {
   if (scope.enter.length === 0 && scope.exit.length === 0) return scope.all;
-  const members = (ids: string[]) => scopedRows("segment_memberships", "profile_id", workspaceId, segmentId, ids);
+  const members = (ids: string[]) =>
+    scopedRows("segment_memberships", "profile_id", workspaceId, segment.id, ids, { ids: ids.length, rows: segment.memberCount });
   const { rows } = await db.query<{ ids: string[] }>(
     sql`SELECT ARRAY(SELECT unnest(${scope.all}::text[])
        UNION (SELECT unnest(${scope.enter}::text[]) EXCEPT ${members(scope.enter)})
