@@ -20,7 +20,8 @@
 //      transaction that is rolled back. Target ≤ 10 s each.
 //  (b) Freshness. A fresh workspace with 20 segments of every kind live. Its 20 000 users are
 //      identified once (plan "free") and the engine is let settle; then 4 loops, staggered by
-//      10 ms, each send a 20-event /batch every 40 ms for 20 s (2 000 events/s): 5 identifies
+//      10 ms, each send a 20-event /batch every 40 ms for 20 s (2 000 events/s; each batch on
+//      time, not after the previous one's answer, so the rate is offered whatever the answers take): 5 identifies
 //      (each toggles `plan` free ↔ pro of a user the loop owns, so the `plan = pro` segment must
 //      let it enter or leave; each user is toggled at most once, so no flip can hide another) and
 //      15 track events of any user. For each toggle the client's clock at the 204 is kept; after
@@ -47,6 +48,16 @@
 //      rate without segments.
 //  (e) Freshness under load: (b) with 95 track events per batch instead of 15, so 10 000 events/s
 //      are offered. Targets: p95 ≤ 1 s, and the engine drained (catch-up) ≤ 2 s after the last 204.
+//  (f) Drain cost, replayed. A fresh workspace with the 20 segments of (b); 200 000 events like
+//      (e)'s (5 identifies and 95 track events per 100-event batch, of 20 000 users at random; 8
+//      senders) are ingested and drained, then 20 000 more, whose outbox rows are kept aside
+//      (a trigger copies them) and, once drained, put back and drained again by the engine's code in
+//      this process (SegmentEngine.refresh, pool of 3), 9 times, the server being stopped
+//      (SIGSTOP) meanwhile and the tables vacuumed first. Each run applies the same batch to the
+//      same data (after the first, nothing changes): the figures are the time a refresh takes and
+//      the CPU time PostgreSQL's processes and this process used meanwhile (steadier than time on
+//      a shared machine), medians, and per user evaluated. No target: it shows what a drain costs,
+//      to compare builds (BENCH_STATEMENTS=1 lists the replay's statements).
 //  (d) Window expiries. A fresh workspace with one segment `lastSeen Within 60 s`; 2 000 users are
 //      identified with `lastSeen` dates such that they must leave at instants spread over 8–28 s
 //      after the send (due = lastSeen + 60 s). Lateness = exit row's `at` − due (also shown:
@@ -54,8 +65,8 @@
 //
 // Load generator, server and PostgreSQL share the machine's cores, and any other work on the
 // machine skews every figure: the summary shows the 1-minute load average around each phase.
-// Phases run in the order a, b, e, d, c. Env: BENCH_PHASES (default
-// "abdec"), BENCH_USERS, BENCH_EVENTS (sizes of (a)), BENCH_SECONDS (round length of (c), default 10),
+// Phases run in the order a, b, e, d, c, f. Env: BENCH_PHASES (default
+// "abdecf"), BENCH_USERS, BENCH_EVENTS (sizes of (a)), BENCH_SECONDS (round length of (c), default 10),
 // BENCH_ROUNDS (rounds of (c) per workspace, default 3), BENCH_EXPLAIN=1 (print the EXPLAIN
 // ANALYZE of (a)'s compiled queries; also printed when a recompute misses its target),
 // BENCH_SERVER_JS (the server's entry point, default dist/main.js; e.g. a patched copy inside
@@ -63,10 +74,10 @@
 // BENCH_AUTO_EXPLAIN_MS=n (load auto_explain: plans of statements slower than n ms), BENCH_PG_LOG=file
 // (where PostgreSQL's log, those plans included, is appended), BENCH_KEEP=1 (leave PostgreSQL running
 // at the end, for experiments, until SIGINT/SIGTERM).
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { appendFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -77,11 +88,13 @@ import { freePort, startEmbeddedPostgres } from "../src/db/embedded.ts";
 import { migrate } from "../src/db/migrate.ts";
 import { sql } from "../src/db/sql.ts";
 import { compileSegment, segmentDependencies, segmentInputs } from "../src/segments/engine/compile.ts";
+import type { JobLayer } from "../src/jobs/index.ts";
 import { evaluateSegment } from "../src/segments/engine/evaluate.ts";
+import { SegmentEngine } from "../src/segments/engine/index.ts";
 import { waitForLine } from "./support.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const PHASES = process.env.BENCH_PHASES ?? "abdec";
+const PHASES = process.env.BENCH_PHASES ?? "abdecf";
 const USERS = Number(process.env.BENCH_USERS ?? 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5_000_000);
 const ROUND_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -551,6 +564,7 @@ async function freshness(db: pg.Client, tracks: number) {
   let events = 0;
   let requests = 0;
   let maxBehind = 0;
+  const inFlight: Promise<void>[] = [];
   const start = Date.now() + 50;
   const end = start + B_SECONDS * 1000;
   await Promise.all(
@@ -575,14 +589,19 @@ async function freshness(db: pg.Client, tracks: number) {
           mine.push({ userId, messageId, entered, sent });
         }
         for (let i = 0; i < tracks; i++) batch.push(trackEvent(run, seq++, users[rand(users.length)]!));
-        await sendBatch(ws, batch);
-        const acked = Date.now();
-        for (const f of mine) flips.push({ ...f, acked });
-        events += batch.length;
-        requests++;
+        // Offered at the rate, whatever the server's answers take: a slow answer does not delay the next batch.
+        inFlight.push(
+          sendBatch(ws, batch).then(() => {
+            const acked = Date.now();
+            for (const f of mine) flips.push({ ...f, acked });
+            events += batch.length;
+            requests++;
+          }),
+        );
       }
     }),
   );
+  await Promise.all(inFlight);
   const sendSeconds = (Date.now() - start) / 1000;
   s = Date.now();
   // Bounded: an engine that cannot keep up leaves flips unapplied, counted as such below.
@@ -809,7 +828,7 @@ async function printStatements(db: pg.Client) {
   const { rows } = await db.query(
     `SELECT calls, round(total_exec_time)::int8 AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms, rows,
        regexp_replace(query, '\\s+', ' ', 'g') AS query
-     FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 12`,
+     FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 25`,
   );
   for (const r of rows) {
     // A segment evaluation is told apart by its membership condition.
@@ -818,6 +837,122 @@ async function printStatements(db: pg.Client) {
     const member = end < 0 ? undefined : q.slice(q.lastIndexOf("SELECT p.profile_id, ", end) + 21, end);
     const what = member ? `segment evaluation, member = ${member.slice(0, 160)}` : r.query.slice(0, 200);
     console.log(`  ${r.total_ms} ms total, ${r.calls} calls, ${r.mean_ms} ms mean, ${r.rows} rows: ${what}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// (f) Drain cost, replayed
+
+const F_USERS = 20_000;
+/** 100-event batches: the history before the measured slice, and the slice. */
+const F_HISTORY_BATCHES = 2_000;
+const F_SLICE_BATCHES = 200;
+const F_RUNS = 9;
+
+/**
+ * CPU time (ms) used so far by this machine's PostgreSQL processes (those alive now: the pool keeps
+ * its connections) and by this process: steadier than wall time on a shared machine.
+ */
+async function cpuMs(): Promise<number> {
+  let ticks = 0;
+  for (const pid of await readdir("/proc").catch(() => [])) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+    // pid (comm) state ppid … utime stime: fields 14 and 15, counted after the command's ")".
+    const close = stat.lastIndexOf(")");
+    if (!stat.slice(stat.indexOf("(") + 1, close).startsWith("postgres")) continue;
+    const fields = stat.slice(close + 2).split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  const own = process.cpuUsage();
+  return ticks * 10 + (own.user + own.system) / 1000;
+}
+
+/** The job layer's surface the engine uses; the replay only calls refresh(). */
+const idleJobs: JobLayer = {
+  add: async () => {},
+  recurring: () => {},
+  listen: () => {},
+  register: () => {},
+  start: async () => {},
+  stop: async () => {},
+  queueStats: async () => ({ depth: 0, oldestAgeSeconds: 0 }),
+};
+
+async function drainReplay(db: pg.Client, url: string, server: ChildProcess) {
+  const ws = await createWorkspace(`bench-replay-${randomUUID().slice(0, 8)}`);
+  await createLiveSegments(ws);
+  const run = randomUUID().slice(0, 8);
+  let seq = 0;
+  const batch = () => [
+    ...Array.from({ length: B_IDENTIFIES }, () => identifyEvent(`${run}-${seq++}`, `f-${rand(F_USERS)}`, rand(2) ? "pro" : "free")),
+    ...Array.from({ length: E_TRACKS }, () => trackEvent(run, seq++, `f-${rand(F_USERS)}`)),
+  ];
+  const send = async (batches: number) => {
+    let left = batches;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (left-- > 0) await sendBatch(ws, batch());
+      }),
+    );
+    await untilDrained(db, ws.id);
+  };
+  await send(F_HISTORY_BATCHES);
+  // The slice's outbox rows, as ingestion writes them, kept aside to be drained again and again.
+  await db.query(`CREATE TABLE bench_outbox AS SELECT * FROM segment_outbox WITH NO DATA;
+    CREATE FUNCTION bench_keep() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN INSERT INTO bench_outbox SELECT NEW.*; RETURN NULL; END$$;
+    CREATE TRIGGER bench_keep AFTER INSERT ON segment_outbox FOR EACH ROW EXECUTE FUNCTION bench_keep()`);
+  await send(F_SLICE_BATCHES);
+  await db.query("DROP TRIGGER bench_keep ON segment_outbox; DROP FUNCTION bench_keep()");
+  const { rows: kept } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM bench_outbox");
+  // The server's own engine would drain the rows put back: it is stopped (SIGSTOP) meanwhile, at
+  // a moment it does not hold the workspace's refresh lock (its tick may be refreshing).
+  const lock = `segments:${ws.id}`;
+  for (;;) {
+    server.kill("SIGSTOP");
+    const { rows } = await db.query<{ free: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS free", [lock]);
+    if (rows[0]!.free) {
+      await db.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [lock]);
+      break;
+    }
+    server.kill("SIGCONT");
+    await sleep(20);
+  }
+  // Autovacuum would otherwise start on the loaded tables during the runs, and count in their CPU.
+  await db.query("VACUUM (ANALYZE) events, profiles, profile_aliases, segment_memberships, segment_timers, segment_outbox");
+  const pool = new pg.Pool({ connectionString: url, max: 3 });
+  try {
+    let passes = 0;
+    let users = 0;
+    const engine = new SegmentEngine({
+      pool,
+      jobs: idleJobs,
+      clock: Date.now,
+      onDrain: (_, u) => {
+        passes++;
+        users += u;
+      },
+    });
+    // BENCH_STATEMENTS: the phase's costliest statements are the replay's.
+    if (STATEMENTS) await db.query("SELECT pg_stat_statements_reset()");
+    const times: number[] = [];
+    const cpu: number[] = [];
+    for (let i = 0; i < F_RUNS; i++) {
+      await db.query(
+        `INSERT INTO segment_outbox (workspace_id, ids, keys, track_ids) SELECT workspace_id, ids, keys, track_ids FROM bench_outbox ORDER BY id`,
+      );
+      passes = 0;
+      users = 0;
+      const c = await cpuMs();
+      const s = performance.now();
+      await engine.refresh(ws.id, true);
+      times.push(performance.now() - s);
+      cpu.push((await cpuMs()) - c);
+    }
+    return { rows: kept[0]!.n, times, cpu, passes, users };
+  } finally {
+    await pool.end();
+    server.kill("SIGCONT");
   }
 }
 
@@ -905,6 +1040,7 @@ async function main() {
     const e = await phase("e", "(e) freshness at 10 000 events/s with 20 live segments", () => freshness(admin, E_TRACKS));
     const d = await phase("d", "(d) window expiries", () => expiries(admin));
     const c = await phase("c", "(c) batch ingestion with / without 20 live segments", () => ingestionCost(admin));
+    const f = await phase("f", "(f) drain cost, replayed", () => drainReplay(admin, url, server));
 
     const ok = (pass: boolean) => (pass ? "PASS" : "FAIL");
     console.log(
@@ -962,6 +1098,15 @@ async function main() {
         `(d) window expiry lateness (exit.at − due), ${D_USERS} users due over ${D_SPREAD_MS / 1000} s: ${dist(d.lateness)}; ${d.exits}/${D_USERS} exits seen  (target p95 ≤ 5000 ms) ${ok(pct(d.lateness, 0.95) <= 5000 && d.exits === D_USERS)}`,
       );
       console.log(`    exit committed − due: ${dist(d.committedLateness)}`);
+    }
+    if (f) {
+      const m = median(f.times);
+      console.log(
+        `(f) a refresh draining ${r0(F_SLICE_BATCHES * 100)} events (${r0(f.rows)} outbox rows, ${f.passes} passes, ${r0(f.users)} users) after ${r0(F_HISTORY_BATCHES * 100)} of ${r0(F_USERS)} users, 20 segments, in this process: median ${r0(m)} ms over ${F_RUNS} runs (${f.times.map((t) => r0(t)).join(", ")}), ${((m * 1000) / f.users).toFixed(1)} µs per user`,
+      );
+      console.log(
+        `    CPU (PostgreSQL and this process) per refresh: median ${r0(median(f.cpu))} ms (${f.cpu.map((t) => r0(t)).join(", ")}), ${((median(f.cpu) * 1000) / f.users).toFixed(1)} µs per user`,
+      );
     }
     if (KEEP) {
       console.log(`BENCH_KEEP: PostgreSQL stays up at ${url} (default workspace ${defaultWs.id}) until SIGINT/SIGTERM`);
