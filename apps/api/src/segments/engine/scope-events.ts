@@ -38,8 +38,8 @@ export function eventsRead(def: SegmentDefinition): EventsRead | null {
  * the users of the largest one reading the same events stays on its own: looking its few users'
  * events up costs less than reading the copy. Single evaluations first (the short ones first: a
  * change reaches most segments without waiting for the long units), then the units, most segments
- * first (the lanes finish together). The drain groups its segments so with their scopes before
- * narrowing (scope.ts), each group for one lane, and each lane its own group again once narrowed.
+ * first (the lanes finish together). A drain groups its segments this way twice: by their scopes
+ * before narrowing (scope.ts), each group taken by one lane, then each group again once narrowed.
  */
 export function evaluationUnits<T extends { reads: EventsRead | null; ids: string[] }>(work: T[]): T[][] {
   const byReads = new Map<string, T[]>();
@@ -83,8 +83,8 @@ export async function withScopeEvents<T>(
   // Temporary tables live in the session's own buffers (8 MB by default, then files): a size
   // can be set only before the session's first temporary table, and is kept for its life.
   await db.query(`SET temp_buffers = '${TEMP_BUFFERS}'`);
-  // Their identities: the profiles' own ids, and their aliases (each event goes to the profile
-  // its identity belongs to).
+  // The identities of the profiles `ids`: their own ids, and their aliases (each event goes to the
+  // profile its identity belongs to).
   const { rows: aliases } = await db.query<{ alias_id: string; profile_id: string }>(
     sql`SELECT alias_id, profile_id FROM profile_aliases WHERE workspace_id = ${workspaceId} AND profile_id = ANY(${ids}::text[])`,
   );
@@ -92,7 +92,8 @@ export async function withScopeEvents<T>(
   // One bitmap of their events through the (workspace, identity, time) index, whose pages are then
   // read once each, in order, whatever the statistics say (no scan of the table or of the
   // workspace's events by time or name): under heavy ingestion the scope is most of the
-  // workspace's users, and reading each identity's events one lookup at a time cost twice as much.
+  // workspace's users, and reading each identity's events one lookup at a time cost 1.6 times as
+  // much (measured: 247 ms instead of 157 ms per copy of about 49 000 events).
   await inTransaction(db, async () => {
     await db.query("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off");
     await db.query(sql`CREATE TEMPORARY TABLE ${COPY} AS
