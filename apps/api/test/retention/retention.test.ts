@@ -129,10 +129,28 @@ const pruneJobsDone = (db: pg.Pool) =>
     return rows[0].n === 0;
   });
 
+/**
+ * Waits until the run a start makes (the recurring tick runs at once, then hourly) is over: its
+ * tick has finished, the next is an hour ahead, and the prune jobs it enqueued are done. Rows
+ * seeded after it are pruned only when the test wakes retention (seeded before it finished, some
+ * were pruned before the test counted them: a flaky failure seen in CI).
+ */
+const startRunDone = (db: pg.Pool) =>
+  waitFor("the start's retention run to finish", async () => {
+    const { rows } = await db.query(
+      `SELECT
+         EXISTS (SELECT 1 FROM graphile_worker.jobs WHERE task_identifier = 'retention.tick' AND run_at <= now()) AS ticking,
+         EXISTS (SELECT 1 FROM graphile_worker.jobs WHERE task_identifier = 'retention.tick' AND run_at > now()) AS next,
+         EXISTS (SELECT 1 FROM graphile_worker.jobs WHERE task_identifier = 'retention.prune') AS pruning`,
+    );
+    return !rows[0].ticking && rows[0].next && !rows[0].pruning;
+  });
+
 describe("retention on the job layer", () => {
   it("prunes events, membership history and settled deliveries' rendered messages older than the retention, keeps younger ones", async () => {
     // 50 rows a statement and one statement a job: every kind takes several jobs, each enqueuing the next.
     const a = await app({ retention: ON, retentionSlices: { batchSize: 50, sliceMs: 0 } });
+    await startRunDone(a.ctx.db.pool);
     await seed(a.ctx.db.pool, a.workspace.id);
     const other = await a.newWorkspace();
     await seed(a.ctx.db.pool, other.id);
@@ -183,6 +201,7 @@ describe("retention on the job layer", () => {
     const slices = { batchSize: 20, sliceMs: 0 };
     const a = await app({ retention: ON, retentionSlices: slices });
     const b = await app({ retention: ON, retentionSlices: slices, databaseUrl: a.databaseUrl });
+    await startRunDone(a.ctx.db.pool);
     await seed(a.ctx.db.pool, a.workspace.id);
     await Promise.all([a.ctx.retention.wake(), b.ctx.retention.wake()]);
     await waitFor("old rows pruned", async () => (await counts(a.ctx.db.pool, a.workspace.id)).oldBodies === 0, 30_000);
