@@ -13,11 +13,12 @@ import type pg from "pg";
 import { OUTBOX_CHANNEL, type OutboxHandOff, type OutboxRow, outboxKey } from "../../outbox/index.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
-import { segmentDependencies, storedSegmentDefinition, type SubscriptionGroupTypes } from "./compile.ts";
+import { segmentDependencies, type SubscriptionGroupTypes } from "./compile.ts";
 import type { ScopeEvents } from "./compile-nodes.ts";
 import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
 import { narrowScope, segmentScope } from "./scope.ts";
 import { type EventsRead, evaluationUnits, eventsRead, withScopeEvents } from "./scope-events.ts";
+import { type StoredSegment, StoredSegments } from "./stored.ts";
 
 const REFRESH = "segments.refresh";
 const TICK = "segments.tick";
@@ -33,15 +34,6 @@ const TIMER_BATCH = 5000;
 
 /** An outbox row as the engine drains it: with the instant of the transaction that wrote it. */
 type DrainedRow = OutboxRow & { created_at: Date };
-
-interface StoredSegment {
-  id: string;
-  definition: unknown;
-  definition_updated_at: Date;
-  last_recomputed: Date | null;
-  depends_on: string[] | null;
-  member_count: number;
-}
 
 export interface SegmentEngineOptions {
   pool: pg.Pool;
@@ -70,10 +62,12 @@ export class SegmentEngine {
   private refreshing = new Map<string, number>();
   /** The outbox's other consumers (src/outbox): each drained batch is handed to them before it is deleted. */
   private handOffs: OutboxHandOff[] = [];
-  /** Segments (id@definition instant) whose stored definition did not parse, already said. */
-  private unreadable = new Set<string>();
+  /** The segments evaluated, read with their definitions parsed. */
+  private stored: StoredSegments;
 
-  constructor(private options: SegmentEngineOptions) {}
+  constructor(private options: SegmentEngineOptions) {
+    this.stored = new StoredSegments(options.log);
+  }
 
   /** Registers the engine's jobs and wake-ups on the job layer (they run in worker processes). */
   register() {
@@ -232,38 +226,12 @@ export class SegmentEngine {
     return rows.map((r) => r.id);
   }
 
-  /**
-   * The workspace's segments (`where` holds), definitions parsed. A segment whose stored
-   * definition does not parse (altered behind the API's back, or stored by a release whose schema
-   * allowed it) is left out, and said once per process and definition: the workspace's other
-   * segments stay current, and saving a valid definition recomputes it.
-   */
-  private async segments(db: pg.PoolClient, workspaceId: string, where = "true", values: unknown[] = []) {
-    const { rows } = await db.query<StoredSegment>(
-      `SELECT id, definition, definition_updated_at, last_recomputed, depends_on, member_count FROM segments
-       WHERE workspace_id = $1 AND ${where}`,
-      [workspaceId, ...values],
-    );
-    return rows.flatMap((r) => {
-      try {
-        return [{ ...r, definition: storedSegmentDefinition(r) }];
-      } catch (err) {
-        const key = `${r.id}@${r.definition_updated_at.getTime()}`;
-        if (!this.unreadable.has(key)) {
-          this.unreadable.add(key);
-          this.options.log?.("segments: a segment is not evaluated until its definition is saved again", err);
-        }
-        return [];
-      }
-    });
-  }
-
   private groupTypes(db: Pick<pg.Pool, "query">, workspaceId: string): Promise<SubscriptionGroupTypes> {
     return subscriptionGroupTypes(db, workspaceId);
   }
 
   private async recomputePending(db: pg.PoolClient, workspaceId: string) {
-    const pending = await this.segments(db, workspaceId, "(last_recomputed IS NULL OR last_recomputed < definition_updated_at)");
+    const pending = await this.stored.read(db, workspaceId, "(last_recomputed IS NULL OR last_recomputed < definition_updated_at)");
     if (pending.length === 0) return;
     const groups = await this.groupTypes(db, workspaceId);
     let signalled = 0;
@@ -311,8 +279,8 @@ export class SegmentEngine {
     }
     const keys = [...new Set(rows.flatMap((r) => r.keys))];
     const affected = keys.includes(outboxKey.any)
-      ? await this.segments(db, workspaceId)
-      : await this.segments(
+      ? await this.stored.read(db, workspaceId)
+      : await this.stored.read(
           db,
           workspaceId,
           "(depends_on && $2::text[] OR '*' = ANY(depends_on) OR coalesce(cardinality(depends_on), 0) = 0)",
@@ -320,7 +288,7 @@ export class SegmentEngine {
         );
     const groups = await this.groupTypes(db, workspaceId);
     let signalled = 0;
-    type Work = { s: (typeof affected)[number]; ids: string[]; reads: EventsRead | null };
+    type Work = { s: StoredSegment; ids: string[]; reads: EventsRead | null };
     const evaluate = async (lane: pg.PoolClient, w: Work, events?: ScopeEvents) => {
       const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
       const options = { events, memberCount: w.s.member_count };
@@ -444,7 +412,7 @@ export class SegmentEngine {
     const created = rows.filter((r) => r.created).flatMap((r) => (r.id === null ? [r.x] : [r.x, r.id]));
     return {
       users: all.length,
-      of: (s: StoredSegment & { definition: SegmentDefinition }) => segmentScope(s.definition, s.depends_on ?? [], resolved, created, all),
+      of: (s: StoredSegment) => segmentScope(s.definition, s.depends_on ?? [], resolved, created, all),
     };
   }
 
@@ -459,7 +427,7 @@ export class SegmentEngine {
          GROUP BY segment_id`,
         [workspaceId, now],
       );
-      const segments = new Map((await this.segments(db, workspaceId)).map((s) => [s.id, s]));
+      const segments = new Map((await this.stored.read(db, workspaceId)).map((s) => [s.id, s]));
       const groups = rows.length ? await this.groupTypes(db, workspaceId) : new Map();
       let fired = 0;
       let signalled = 0;
