@@ -268,8 +268,8 @@ export class SegmentEngine {
     if (rows.length === 0) return { read: 0, full: false };
     const scopeOf = (batch: typeof rows) => this.resolveScope(db, workspaceId, batch);
     let scope = await scopeOf(rows);
-    const saturated = await this.heavyIngestion(db, workspaceId, scope.users);
-    if (saturated) {
+    // More rows can wait only behind a full read (otherwise this pass already holds every one).
+    if (rows.length === limit && bound.heavy > limit && (await this.heavyIngestion(db, workspaceId, scope.users))) {
       // Heavy ingestion: the next batches would touch the same users again. One pass over many
       // waiting rows (each user evaluated once, whatever its number of events) costs about what
       // one batch does.
