@@ -3,7 +3,7 @@
 import type { SegmentDefinition, SegmentNode } from "@tidings/schema";
 import { describe, expect, it } from "vitest";
 import { addedEventsCanOnly, segmentDependencies } from "../../src/segments/engine/compile.ts";
-import { segmentScope } from "../../src/segments/engine/scope.ts";
+import { batchScopes, segmentScope } from "../../src/segments/engine/scope.ts";
 
 const def = (entryNode: SegmentNode, nodes: SegmentNode[] = []): SegmentDefinition => ({ entryNode, nodes });
 const performed = (id: string, event: string, timesOperator: ">=" | "<" | "=", extra = {}) =>
@@ -77,5 +77,43 @@ describe("a segment's scope in a drained batch", () => {
     ];
     expect(scope(neverBought, rows, ["bob"])).toEqual({ all: ["ann", "ann-anon", "bob"], enter: [], exit: [] });
     expect(scope(neverBought, [{ ids: ["cy"], keys: ["e:Bought"] }], ["dee"])).toEqual({ all: ["dee"], enter: [], exit: ["cy"] });
+  });
+
+  it("gives each segment of a batch its own scope, built once for segments meeting the batch's keys alike", () => {
+    const rows = [
+      { ids: ["ann", "bob"], keys: ["e:Bought"] },
+      { ids: ["cy"], keys: ["t:plan"] },
+      { ids: ["dee"], keys: ["t:country"] },
+    ];
+    const created = ["eve"];
+    const everyone = ["ann", "bob", "cy", "dee", "eve"];
+    const country = { type: "Trait", id: "c", path: "country", operator: { type: "Exists" } } as SegmentNode;
+    const segments = [
+      def(pro),
+      def({ ...pro, operator: { type: "Equals", value: "free" } } as SegmentNode),
+      def(bought),
+      neverBought,
+      proBuyers,
+      // Meets the rows as `bought` does, and also takes the created profiles (it holds with no data: it depends on `*`).
+      def({ type: "Or", id: "or", children: ["b", "n"] } as SegmentNode, [bought, performed("n", "Viewed", "<")]),
+      def(country),
+      def(performed("e", "Bought", "=")),
+    ];
+    const scopes = batchScopes(rows, created, everyone);
+    const sorted = (s: { all: string[]; enter: string[]; exit: string[] }) => ({
+      all: [...s.all].sort(),
+      enter: [...s.enter].sort(),
+      exit: [...s.exit].sort(),
+    });
+    // Each as if it were the batch's only segment, in either order.
+    for (const order of [segments, [...segments].reverse()]) {
+      const shared = batchScopes(rows, created, everyone);
+      for (const d of order) {
+        expect(sorted(shared(d, segmentDependencies(d)))).toEqual(sorted(segmentScope(d, segmentDependencies(d), rows, created, everyone)));
+      }
+    }
+    // The two plan segments meet the batch alike: one scope for both.
+    expect(scopes(segments[0]!, segmentDependencies(segments[0]!))).toBe(scopes(segments[1]!, segmentDependencies(segments[1]!)));
+    expect(sorted(scopes(segments[5]!, segmentDependencies(segments[5]!)))).toEqual({ all: ["eve"], enter: ["ann", "bob"], exit: [] });
   });
 });

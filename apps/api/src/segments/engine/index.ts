@@ -16,7 +16,7 @@ import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, type SubscriptionGroupTypes } from "./compile.ts";
 import type { ScopeEvents } from "./compile-nodes.ts";
 import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
-import { narrowScope, segmentScope } from "./scope.ts";
+import { batchScopes, narrowScope } from "./scope.ts";
 import { type EventsRead, evaluationUnits, eventsRead, withScopeEvents } from "./scope-events.ts";
 import { type StoredSegment, StoredSegments } from "./stored.ts";
 
@@ -403,16 +403,21 @@ export class SegmentEngine {
     const { rows } = await db.query<{ x: string; id: string | null; created: boolean }>(
       `SELECT x, a.profile_id AS id, coalesce(p.created_at >= $3, false) AS created FROM unnest($2::text[]) x
        LEFT JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x AND a.profile_id <> x
-       LEFT JOIN profiles p ON p.workspace_id = $1 AND p.profile_id = coalesce(a.profile_id, x)`,
+       LEFT JOIN profiles p ON p.workspace_id = $1 AND p.profile_id = coalesce(a.profile_id, x)
+       WHERE a.profile_id IS NOT NULL OR p.created_at >= $3`,
       [workspaceId, ids, since],
     );
     const profileOf = new Map(rows.flatMap((r) => (r.id === null ? [] : [[r.x, r.id] as const])));
-    const resolved = batch.map((r) => ({ keys: r.keys, ids: r.ids.flatMap((x) => (profileOf.has(x) ? [x, profileOf.get(x)!] : [x])) }));
-    const all = [...new Set(resolved.flatMap((r) => r.ids))];
+    const resolved =
+      profileOf.size === 0
+        ? batch
+        : batch.map((r) => ({ keys: r.keys, ids: r.ids.flatMap((x) => (profileOf.has(x) ? [x, profileOf.get(x)!] : [x])) }));
+    const all = profileOf.size === 0 ? ids : [...new Set(resolved.flatMap((r) => r.ids))];
     const created = rows.filter((r) => r.created).flatMap((r) => (r.id === null ? [r.x] : [r.x, r.id]));
+    const scopes = batchScopes(resolved, created, all);
     return {
       users: all.length,
-      of: (s: StoredSegment) => segmentScope(s.definition, s.depends_on ?? [], resolved, created, all),
+      of: (s: StoredSegment) => scopes(s.definition, s.depends_on ?? []),
     };
   }
 

@@ -39,33 +39,55 @@ export function segmentScope(
   created: string[],
   everyone: string[],
 ): SegmentScope {
-  if (deps.length === 0) return { all: everyone, enter: [], exit: [] };
-  const meets = (k: string) => k === outboxKey.any || deps.includes(k);
-  // What a row's changes can do to the segment, per set of keys met.
-  const kinds = new Map<string, keyof SegmentScope>();
-  const kindOf = (keys: string[]): keyof SegmentScope => {
-    const met = keys.filter(meets);
-    const cacheKey = met.join("\n");
-    let kind = kinds.get(cacheKey);
-    if (kind === undefined) {
+  return batchScopes(rows, created, everyone)(def, deps);
+}
+
+/**
+ * segmentScope for each segment of one batch. A batch's rows carry few sets of keys, and
+ * segments meeting them alike (what each set's changes can do to the segment: the same for every
+ * segment on one trait, say) have the same scope: it is built once for them.
+ */
+export function batchScopes(rows: ScopeRow[], created: string[], everyone: string[]) {
+  const keySets = new Map<string, number>();
+  const sets: string[][] = [];
+  const setOf = rows.map((r) => {
+    const key = r.keys.join("\n");
+    let k = keySets.get(key);
+    if (k === undefined) {
+      k = sets.push(r.keys) - 1;
+      keySets.set(key, k);
+    }
+    return k;
+  });
+  const built = new Map<string, SegmentScope>();
+  return (def: SegmentDefinition, deps: string[]): SegmentScope => {
+    if (deps.length === 0) return { all: everyone, enter: [], exit: [] };
+    const meets = (k: string) => k === outboxKey.any || deps.includes(k);
+    // What each set of keys' changes can do to the segment (null: it meets none of them).
+    const kinds = sets.map((keys): keyof SegmentScope | null => {
+      const met = keys.filter(meets);
+      if (met.length === 0) return null;
       const events = met.map(outboxKey.eventName);
       const onlyEvents = events.every((e) => e !== null);
-      kind = (onlyEvents ? addedEventsCanOnly(def, new Set(events as string[])) : null) ?? "all";
-      kinds.set(cacheKey, kind);
+      return (onlyEvents ? addedEventsCanOnly(def, new Set(events as string[])) : null) ?? "all";
+    });
+    const withCreated = deps.includes(outboxKey.any);
+    const signature = `${kinds.join(",")}${withCreated ? "+created" : ""}`;
+    const known = built.get(signature);
+    if (known) return known;
+    const byId = new Map<string, keyof SegmentScope>();
+    for (const [i, r] of rows.entries()) {
+      const kind = kinds[setOf[i]!];
+      if (kind === null || kind === undefined) continue;
+      // Rows saying different things of one id: it is evaluated.
+      for (const id of r.ids) byId.set(id, byId.get(id) === undefined || byId.get(id) === kind ? kind : "all");
     }
-    return kind;
+    if (withCreated) for (const id of created) byId.set(id, "all");
+    const scope: SegmentScope = { all: [], enter: [], exit: [] };
+    for (const [id, kind] of byId) scope[kind].push(id);
+    built.set(signature, scope);
+    return scope;
   };
-  const byId = new Map<string, keyof SegmentScope>();
-  for (const r of rows) {
-    if (!r.keys.some(meets)) continue;
-    const kind = kindOf(r.keys);
-    // Rows saying different things of one id: it is evaluated.
-    for (const id of r.ids) byId.set(id, byId.get(id) === undefined || byId.get(id) === kind ? kind : "all");
-  }
-  if (deps.includes(outboxKey.any)) for (const id of created) byId.set(id, "all");
-  const scope: SegmentScope = { all: [], enter: [], exit: [] };
-  for (const [id, kind] of byId) scope[kind].push(id);
-  return scope;
 }
 
 /**
