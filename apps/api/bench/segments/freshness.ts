@@ -8,6 +8,7 @@ import {
   createLiveSegments,
   createWorkspace,
   discardBacklog,
+  liveSegments,
   dist,
   identifyEvent,
   log,
@@ -39,6 +40,7 @@ export async function freshness(bench: Bench, tracks: number) {
   const ws = await createWorkspace(bench, `bench-freshness-${randomUUID().slice(0, 8)}`);
   const segments = await createLiveSegments(bench, ws);
   const pro = segments[0]!;
+  const lastBought = segments[liveSegments().findIndex((l) => l.name === "last-bought-50")]!;
   const run = randomUUID().slice(0, 8);
   const users = Array.from({ length: B_USERS }, (_, i) => `b-${i}`);
   // Every user exists with plan "free" before the clock starts (and the server is warm).
@@ -161,6 +163,22 @@ export async function freshness(bench: Bench, tracks: number) {
   );
   log(`(b) 204 → change committed: ${dist(visible)}`);
   log(`(b) event committed → change committed (server side): ${dist(serverSide)}`);
+  // The same for a segment reading events: each change of `last-bought-50` (LastPerformed Bought,
+  // amount >= 50) during the load, from the commit of the user's Bought event that caused it (its
+  // last one committed before the change) to the change's commit.
+  const { rows: eventLags } = await db.query<{ lag: number }>(
+    `WITH bought AS (
+       SELECT identity_id AS profile_id, pg_xact_commit_timestamp(xmin) AS t FROM events
+       WHERE workspace_id = $1 AND type = 'track' AND event = 'Bought' AND received_at >= $3),
+     changed AS (
+       SELECT id, profile_id, pg_xact_commit_timestamp(xmin) AS t FROM segment_membership_changes
+       WHERE workspace_id = $1 AND segment_id = $2 AND at >= $3)
+     SELECT (extract(epoch FROM c.t - max(b.t)) * 1000)::float8 AS lag
+     FROM changed c JOIN bought b ON b.profile_id = c.profile_id AND b.t <= c.t GROUP BY c.id, c.t`,
+    [ws.id, lastBought.id, new Date(start)],
+  );
+  const eventSegment = eventLags.map((r) => r.lag).filter((l) => l !== null);
+  log(`(b) last-bought-50 (reads events): Bought committed → change committed (server side): ${dist(eventSegment)}`);
   let stopped = 0;
   if (!Number.isFinite(drain)) {
     stopped = await discardBacklog(db, ws.id);
@@ -171,6 +189,7 @@ export async function freshness(bench: Bench, tracks: number) {
     latency,
     visible,
     serverSide,
+    eventSegment,
     negative,
     minRaw,
     missing,

@@ -333,7 +333,7 @@ describe("EmailSender over SMTP", () => {
 
   it("sends a batch with at most `concurrency` messages in flight, outcomes in order, none timing out in a queue", async () => {
     const server = await smtp({
-      dataDelayMs: 200,
+      dataDelayMs: 600,
       onRcptTo(address, _session, callback) {
         callback(address.address.startsWith("bad") ? smtpError(550, "5.1.1 no such user") : undefined);
       },
@@ -341,9 +341,10 @@ describe("EmailSender over SMTP", () => {
     const batch = Array.from({ length: 12 }, (_, i) =>
       message(`d-batch-${i}`, { to: i % 4 === 3 ? `bad${i}@example.test` : `u${i}@example.test` }),
     );
-    // 12 messages at 200 ms each, 3 at a time, take ~800 ms: more than the per-message limit, so
-    // handing the whole batch to the pool at once would time out its tail.
-    const out = await sender({ concurrency: 3, sendTimeoutMs: 700 }).send(batch, config(server.port));
+    // 12 messages at 600 ms each, 3 at a time, take ~2.4 s: more than the per-message limit, so
+    // handing the whole batch to the pool at once would time out its tail. The limit leaves each
+    // message 1.2 s besides its 600 ms (a loaded CI machine once took more than 500 ms).
+    const out = await sender({ concurrency: 3, sendTimeoutMs: 1_800 }).send(batch, config(server.port));
     expect(out.map((o) => o.status)).toEqual(batch.map((m) => (m.to.startsWith("bad") ? "failed" : "sent")));
     expect(server.arrived).toHaveLength(9);
     expect(server.stats.maxInData).toBeGreaterThan(1);

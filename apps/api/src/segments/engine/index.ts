@@ -4,7 +4,8 @@
 // change (ingestion, assignments, manual members, deletions), segments whose definition is newer
 // than their last recompute, and timers whose instant has come. One job per workspace,
 // `segments.refresh`, applies all three, under a per-workspace advisory lock, so no two
-// evaluations of a workspace ever overlap. Workers wake it
+// refreshes of a workspace ever overlap (within one, the segments reading events and the others
+// drain the outbox apart, at once: DrainTier). Workers wake it
 // on the outbox's NOTIFY, and every workspace with work when their LISTEN connection comes back;
 // a job every second wakes it for timers, recomputes and anything a missed notification left behind.
 import type { SegmentDefinition } from "@tidings/schema";
@@ -25,8 +26,19 @@ const TICK = "segments.tick";
 /** Outbox rows drained per pass, and per pass under heavy ingestion (bounded: a backlog after a
  * worker outage is drained in passes, never read into one result). */
 const OUTBOX_READ = { batch: 500, heavy: 2000 };
-/** Connections evaluating a drained batch's segments at once. */
+/** Connections evaluating a drained batch's segments reading events at once (the second only if the pool has one to spare). */
 const LANES = 2;
+/**
+ * How often the segments reading no events take what arrived while those reading events drain
+ * (ms): each pass costs a statement per segment whatever its size, so passes back to back would
+ * take CPU from the other tier (measured: its changes then lagged about twice as long).
+ */
+const PROFILES_PERIOD_MS = 250;
+/**
+ * For how long a refresh goes on taking what arrived during its last pass (ms), before it ends
+ * so that due timers and recomputes run (a pass reading a full batch is always followed by another).
+ */
+const PASSES_MS = 1000;
 /** How long after a refresh that drained rows the outbox is looked at again (see REFRESH). */
 const RECHECK_MS = 100;
 /** Timers re-evaluated per transaction. */
@@ -34,6 +46,57 @@ const TIMER_BATCH = 5000;
 
 /** An outbox row as the engine drains it: with the instant of the transaction that wrote it. */
 type DrainedRow = OutboxRow & { created_at: Date };
+
+/**
+ * The two kinds of segment a refresh drains the outbox for apart, at once, each on its own
+ * connection: those reading no events (a user's profile, assignments, manual members: a few
+ * milliseconds for thousands of users) and those reading events (each user's history: most of a
+ * drain's cost under heavy ingestion). A change of a trait is applied within a short pass of the
+ * first, not after the second's long one.
+ */
+export type DrainTier = "profiles" | "events";
+
+/** A segment of a drain and the users it is evaluated for. */
+type Work = { s: StoredSegment; ids: string[]; reads: EventsRead | null };
+
+/**
+ * What the tiers of a workspace's refreshes drained: an outbox row is deleted once both did, and
+ * each skips what it did. Kept from one refresh of the workspace to the next in this process (a
+ * row's segments evaluated after its commit need not be again), pruned of rows no longer waiting
+ * (deleted by another process's refresh, say) as each ends.
+ */
+class DrainProgress {
+  private done: Record<DrainTier, Set<string>> = { profiles: new Set(), events: new Set() };
+  /** Outbox rows done by both tiers, in all. */
+  drained = 0;
+
+  /** Forgets the rows no longer in the outbox; false when nothing is left to remember. */
+  async prune(db: Pick<pg.PoolClient, "query">, workspaceId: string): Promise<boolean> {
+    const marked = [...this.done.profiles, ...this.done.events];
+    if (marked.length === 0) return false;
+    const { rows } = await db.query<{ id: string }>("SELECT id FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [
+      workspaceId,
+      marked,
+    ]);
+    const waiting = new Set(rows.map((r) => r.id));
+    for (const set of Object.values(this.done)) for (const id of set) if (!waiting.has(id)) set.delete(id);
+    return waiting.size > 0;
+  }
+
+  /** The ids of the rows `tier` did and the other has not yet. */
+  doneBy(tier: DrainTier): string[] {
+    return [...this.done[tier]];
+  }
+
+  /** Records `rows` as done by `tier`: the rows now done by both, to delete (forgotten here). */
+  mark(tier: DrainTier, rows: DrainedRow[]): DrainedRow[] {
+    const other = this.done[tier === "profiles" ? "events" : "profiles"];
+    const both = rows.filter((r) => other.has(r.id));
+    for (const r of rows) other.has(r.id) ? other.delete(r.id) : this.done[tier].add(r.id);
+    this.drained += both.length;
+    return both;
+  }
+}
 
 export interface SegmentEngineOptions {
   pool: pg.Pool;
@@ -49,8 +112,8 @@ export interface SegmentEngineOptions {
   heavyIngestion?: { min: number; share: number };
   /** Outbox rows read per pass, normally and under heavy ingestion (tests make them small). */
   outboxRead?: { batch: number; heavy: number };
-  /** Observes each drained pass: the outbox rows it read and the users it evaluated. */
-  onDrain?: (rows: number, users: number) => void;
+  /** Observes each drained pass of a tier: the outbox rows it read and the users it evaluated. */
+  onDrain?: (rows: number, users: number, tier: DrainTier) => void;
   /** Observes how long each drained change waited: from its commit to its segments being current (s). */
   lag?: (seconds: number) => void;
   /** Called after an evaluation recorded enters of segments a journey uses (their users are in journey_signals). */
@@ -64,6 +127,8 @@ export class SegmentEngine {
   private handOffs: OutboxHandOff[] = [];
   /** The segments evaluated, read with their definitions parsed. */
   private stored: StoredSegments;
+  /** What each workspace's refreshes in this process drained in one tier and not yet the other. */
+  private progress = new Map<string, DrainProgress>();
 
   constructor(private options: SegmentEngineOptions) {
     this.stored = new StoredSegments(options.log);
@@ -123,12 +188,7 @@ export class SegmentEngine {
     try {
       ran = await this.underLock(workspaceId, wait, async (client) => {
         await this.recomputePending(client, workspaceId);
-        let drained = false;
-        for (let more = true; more; ) {
-          const rows = await this.drainOutbox(client, workspaceId);
-          drained ||= rows.read > 0;
-          more = rows.full;
-        }
+        const drained = await this.drainOutbox(client, workspaceId);
         while (await this.fireTimers(client, workspaceId)) {}
         return drained;
       });
@@ -249,85 +309,183 @@ export class SegmentEngine {
   }
 
   /**
-   * Applies one batch of outbox rows: how many it read, and whether it read a full batch (more
-   * may wait). Each affected segment's
-   * evaluation is its own statement, committed at once (a change is visible without waiting for
-   * the other segments); the rows are deleted after all of them, so a crash in between only
-   * repeats evaluations, which are idempotent.
+   * Drains the outbox in its two tiers at once (DrainTier): the segments reading events on `db`
+   * (and a lane of the pool), in passes until one reads nothing, or fewer rows than it may once
+   * PASSES_MS have gone by; meanwhile the
+   * segments reading no events, in short passes over whatever arrives, until the other
+   * tier is done and a pass of theirs reads fewer rows than it may. Each tier skips the rows it
+   * did; a row is deleted once both did (one that only the second did, arrived while the first
+   * ended, is the next refresh's). A failure in either stops both. True when it drained outbox rows.
    */
-  private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<{ read: number; full: boolean }> {
+  private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
+    const progress = this.progress.get(workspaceId) ?? new DrainProgress();
+    this.progress.delete(workspaceId);
+    const drainedBefore = progress.drained;
+    let failed = false;
+    const stopsBoth = (err: unknown) => {
+      failed = true;
+      throw err;
+    };
+    const began = Date.now();
+    const events = (async () => {
+      for (let more = true; more && !failed; ) {
+        const { read, full } = await this.drainPass(db, workspaceId, "events", progress);
+        more = full || (read > 0 && Date.now() - began < PASSES_MS);
+      }
+    })().catch(stopsBoth);
+    let eventsDone = false;
+    const eventsOver = events.then(
+      () => {
+        eventsDone = true;
+      },
+      () => {
+        eventsDone = true;
+      },
+    );
+    // Each pass on a connection of the pool, held for that pass only: a refresh holds one
+    // connection throughout (its lock's), and others only while they work, never waiting for one
+    // while holding another besides it.
+    const profilesPass = async () => {
+      const connection = await this.options.pool.connect();
+      try {
+        const pass = await this.drainPass(connection, workspaceId, "profiles", progress);
+        connection.release();
+        return pass;
+      } catch (err) {
+        connection.release(err as Error);
+        throw err;
+      }
+    };
+    const profiles = (async () => {
+      for (;;) {
+        const last = eventsDone;
+        const started = Date.now();
+        const { full } = await profilesPass();
+        if (failed || (last && !full)) return;
+        if (!last) await Promise.race([eventsOver, sleep(started + PROFILES_PERIOD_MS - Date.now())]);
+      }
+    })().catch(stopsBoth);
+    const failure = (await Promise.allSettled([events, profiles])).find((o) => o.status === "rejected");
+    if (await progress.prune(db, workspaceId).catch(() => false)) this.progress.set(workspaceId, progress);
+    if (failure) throw failure.reason;
+    return progress.drained > drainedBefore;
+  }
+
+  /**
+   * Applies one batch of outbox rows to the segments of `tier`: how many it read, and whether it
+   * read a full batch (more may wait). Each affected segment's evaluation is its own statement,
+   * committed at once (a change is visible without waiting for the other segments); the rows are
+   * deleted once both tiers applied them, so a crash in between only repeats evaluations, which
+   * are idempotent.
+   */
+  private async drainPass(
+    db: pg.PoolClient,
+    workspaceId: string,
+    tier: DrainTier,
+    progress: DrainProgress,
+  ): Promise<{ read: number; full: boolean }> {
     const read = (limit: string) =>
       db.query<DrainedRow>(
         `SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids, created_at FROM segment_outbox
-         WHERE workspace_id = $1 ORDER BY id ${limit}`,
-        [workspaceId],
+         WHERE workspace_id = $1 AND NOT (id = ANY($2::bigint[])) ORDER BY id ${limit}`,
+        [workspaceId, progress.doneBy(tier)],
       );
     const bound = this.options.outboxRead ?? OUTBOX_READ;
     let limit = bound.batch;
     let { rows } = await read(`LIMIT ${limit}`);
     if (rows.length === 0) return { read: 0, full: false };
-    const scopeOf = (batch: typeof rows) => this.resolveScope(db, workspaceId, batch);
-    let scope = await scopeOf(rows);
+    // The tier's segments whose dependencies the rows' keys meet.
+    const segmentsOf = async (batch: DrainedRow[]) => {
+      const keys = [...new Set(batch.flatMap((r) => r.keys))];
+      const affected = keys.includes(outboxKey.any)
+        ? await this.stored.read(db, workspaceId)
+        : await this.stored.read(
+            db,
+            workspaceId,
+            "(depends_on && $2::text[] OR '*' = ANY(depends_on) OR coalesce(cardinality(depends_on), 0) = 0)",
+            [keys],
+          );
+      return affected.flatMap((s) => {
+        const reads = eventsRead(s.definition);
+        return (reads === null) === (tier === "profiles") ? [{ s, reads }] : [];
+      });
+    };
+    let affected = await segmentsOf(rows);
+    let scope = affected.length > 0 ? await this.resolveScope(db, workspaceId, rows) : null;
     // More rows can wait only behind a full read (otherwise this pass already holds every one).
-    if (rows.length === limit && bound.heavy > limit && (await this.heavyIngestion(db, workspaceId, scope.users))) {
+    if (scope && rows.length === limit && bound.heavy > limit && (await this.heavyIngestion(db, workspaceId, scope.users))) {
       // Heavy ingestion: the next batches would touch the same users again. One pass over many
       // waiting rows (each user evaluated once, whatever its number of events) costs about what
       // one batch does.
       limit = bound.heavy;
       rows = (await read(`LIMIT ${limit}`)).rows;
-      scope = await scopeOf(rows);
+      affected = await segmentsOf(rows);
+      scope = await this.resolveScope(db, workspaceId, rows);
     }
-    const keys = [...new Set(rows.flatMap((r) => r.keys))];
-    const affected = keys.includes(outboxKey.any)
-      ? await this.stored.read(db, workspaceId)
-      : await this.stored.read(
-          db,
-          workspaceId,
-          "(depends_on && $2::text[] OR '*' = ANY(depends_on) OR coalesce(cardinality(depends_on), 0) = 0)",
-          [keys],
-        );
-    const groups = await this.groupTypes(db, workspaceId);
     let signalled = 0;
-    type Work = { s: StoredSegment; ids: string[]; reads: EventsRead | null };
-    const evaluate = async (lane: pg.PoolClient, w: Work, events?: ScopeEvents) => {
-      const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
-      const options = { events, memberCount: w.s.member_count };
-      signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, options)).signals;
-    };
-    // Narrowed in the lanes, which begin with the segments reading no events (a trait change is
-    // applied without waiting for every segment's scope). Segments that may share a copy of the
-    // events (by their scopes before narrowing) are narrowed and evaluated together, in one lane.
-    const candidates = affected
-      .map((s) => {
-        const of = scope.of(s);
-        return { s, of, reads: eventsRead(s.definition), ids: [...of.all, ...of.enter, ...of.exit] };
-      })
-      .filter((c) => c.ids.length > 0);
-    await this.inLanes(db, LANES, evaluationUnits(candidates), async (lane, together) => {
-      const work: Work[] = [];
-      for (const c of together) {
-        const ids = await narrowScope(lane, workspaceId, { id: c.s.id, memberCount: c.s.member_count }, c.of);
-        if (ids.length > 0) work.push({ s: c.s, ids, reads: c.reads });
-      }
-      for (const unit of evaluationUnits(work)) {
-        if (unit.length === 1) {
-          await evaluate(lane, unit[0]!);
-          continue;
+    if (scope) {
+      const groups = await this.groupTypes(db, workspaceId);
+      const evaluate = async (lane: pg.PoolClient, w: Work, events?: ScopeEvents) => {
+        const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
+        const options = { events, memberCount: w.s.member_count };
+        signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, options)).signals;
+      };
+      const candidates = affected
+        .map(({ s, reads }) => {
+          const of = scope.of(s);
+          return { s, of, reads, ids: [...of.all, ...of.enter, ...of.exit] };
+        })
+        .filter((c) => c.ids.length > 0);
+      const narrowed = async (lane: pg.PoolClient, c: (typeof candidates)[number]) =>
+        narrowScope(lane, workspaceId, { id: c.s.id, memberCount: c.s.member_count }, c.of);
+      if (tier === "profiles") {
+        for (const c of candidates) {
+          const ids = await narrowed(db, c);
+          if (ids.length > 0) await evaluate(db, { s: c.s, ids, reads: null });
         }
-        const ids = [...new Set(unit.flatMap((w) => w.ids))];
-        await withScopeEvents(
-          lane,
-          workspaceId,
-          ids,
-          unit.flatMap((w) => w.reads ?? []),
-          async (table) => {
-            // A segment evaluated for every profile of the copy reads all of it.
-            for (const w of unit) await evaluate(lane, w, { table, exact: w.ids.length === ids.length });
-          },
-        );
+      } else {
+        // Segments that may share a copy of the events (by their scopes before narrowing) are
+        // narrowed and evaluated together, in one lane.
+        await this.inLanes(db, LANES, evaluationUnits(candidates), async (lane, together) => {
+          const work: Work[] = [];
+          for (const c of together) {
+            const ids = await narrowed(lane, c);
+            if (ids.length > 0) work.push({ s: c.s, ids, reads: c.reads });
+          }
+          for (const unit of evaluationUnits(work)) {
+            if (unit.length === 1) {
+              await evaluate(lane, unit[0]!);
+              continue;
+            }
+            const ids = [...new Set(unit.flatMap((w) => w.ids))];
+            await withScopeEvents(
+              lane,
+              workspaceId,
+              ids,
+              unit.flatMap((w) => w.reads ?? []),
+              async (table) => {
+                // A segment evaluated for every profile of the copy reads all of it.
+                for (const w of unit) await evaluate(lane, w, { table, exact: w.ids.length === ids.length });
+              },
+            );
+          }
+        });
       }
-    });
-    // Each row's age as it goes: the change's segments are current now (the engine's lag).
+    }
+    const done = progress.mark(tier, rows);
+    if (done.length > 0) signalled += await this.removeDrained(db, workspaceId, done);
+    if (signalled > 0) this.options.onSignals?.(workspaceId);
+    this.options.onDrain?.(rows.length, scope?.users ?? 0, tier);
+    return { read: rows.length, full: rows.length === limit };
+  }
+
+  /**
+   * Deletes outbox rows both tiers applied, having handed them to the outbox's other consumers in
+   * the same transaction: the signals those recorded. Each row's age as it goes is the engine's
+   * lag (the change's segments are current now).
+   */
+  private async removeDrained(db: pg.PoolClient, workspaceId: string, rows: DrainedRow[]): Promise<number> {
+    let signalled = 0;
     const remove = async () =>
       (
         await db.query<{ age: number }>(
@@ -344,9 +502,7 @@ export class SegmentEngine {
             return remove();
           });
     if (this.options.lag) for (const r of removed) this.options.lag(r.age);
-    if (signalled > 0) this.options.onSignals?.(workspaceId);
-    this.options.onDrain?.(rows.length, scope.users);
-    return { read: rows.length, full: rows.length === limit };
+    return signalled;
   }
 
   /**
