@@ -7,32 +7,12 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import { createDb, type Db } from "../../src/db/client.ts";
-import type { JobLayer } from "../../src/jobs/index.ts";
 import { OUTBOX_CHANNEL } from "../../src/outbox/index.ts";
 import { SegmentEngine } from "../../src/segments/engine/index.ts";
 import { createTestDatabase } from "../support/app.ts";
+import { recordingJobs } from "./support.ts";
 
 const APPLICATION = "tidings-engine-connection-loss";
-
-/** The job layer's surface the engine uses, recording what it is asked. */
-function recordingJobs() {
-  const added: { task: string; payload: unknown }[] = [];
-  const listeners = new Map<string, (payload: string) => void | Promise<void>>();
-  const jobs: JobLayer = {
-    add: async (task, payload) => {
-      added.push({ task, payload });
-    },
-    recurring: () => {},
-    listen: (channel, handler) => {
-      listeners.set(channel, handler);
-    },
-    register: () => {},
-    start: async () => {},
-    stop: async () => {},
-    queueStats: async () => ({ depth: 0, oldestAgeSeconds: 0 }),
-  };
-  return { jobs, added, notify: (channel: string, payload: string) => listeners.get(channel)!(payload) };
-}
 
 let db: Db;
 let admin: pg.Client;

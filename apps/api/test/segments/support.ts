@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
 import type { SegmentDefinition, SegmentNode } from "@tidings/schema";
 import type pg from "pg";
+import type { JobLayer } from "../../src/jobs/index.ts";
 import type { TestApp, TestWorkspace } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
 
@@ -118,4 +119,24 @@ export async function holdEngine(pool: pg.Pool, workspaceId: string) {
       }
     },
   };
+}
+
+/** The job layer's surface the engine uses, recording what it is asked. */
+export function recordingJobs() {
+  const added: { task: string; payload: unknown }[] = [];
+  const listeners = new Map<string, (payload: string) => void | Promise<void>>();
+  const jobs: JobLayer = {
+    add: async (task, payload) => {
+      added.push({ task, payload });
+    },
+    recurring: () => {},
+    listen: (channel, handler) => {
+      listeners.set(channel, handler);
+    },
+    register: () => {},
+    start: async () => {},
+    stop: async () => {},
+    queueStats: async () => ({ depth: 0, oldestAgeSeconds: 0 }),
+  };
+  return { jobs, added, notify: (channel: string, payload: string) => listeners.get(channel)!(payload) };
 }

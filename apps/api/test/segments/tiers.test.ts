@@ -6,21 +6,10 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import { createDb, type Db } from "../../src/db/client.ts";
-import type { JobLayer } from "../../src/jobs/index.ts";
 import { outboxKey } from "../../src/outbox/index.ts";
 import { type DrainTier, SegmentEngine } from "../../src/segments/engine/index.ts";
 import { createTestDatabase } from "../support/app.ts";
-
-/** The job layer's surface the engine uses, doing nothing. */
-const jobs: JobLayer = {
-  add: async () => {},
-  recurring: () => {},
-  listen: () => {},
-  register: () => {},
-  start: async () => {},
-  stop: async () => {},
-  queueStats: async () => ({ depth: 0, oldestAgeSeconds: 0 }),
-};
+import { recordingJobs } from "./support.ts";
 
 let db: Db;
 let admin: pg.Client;
@@ -58,7 +47,12 @@ it("applies a trait change to the segments reading no events while those reading
     ws,
   ]);
   const passes: DrainTier[] = [];
-  const engine = new SegmentEngine({ pool: db.pool, jobs, clock: Date.now, onDrain: (_rows, _users, tier) => passes.push(tier) });
+  const engine = new SegmentEngine({
+    pool: db.pool,
+    jobs: recordingJobs().jobs,
+    clock: Date.now,
+    onDrain: (_rows, _users, tier) => passes.push(tier),
+  });
   await engine.refresh(ws);
   const members = async (segmentId: string) =>
     (

@@ -311,11 +311,11 @@ export class SegmentEngine {
   /**
    * Drains the outbox in its two tiers at once (DrainTier): the segments reading events on `db`
    * (and a lane of the pool), in passes until one reads nothing, or fewer rows than it may once
-   * PASSES_MS have gone by; meanwhile the
-   * segments reading no events, in short passes over whatever arrives, until the other
-   * tier is done and a pass of theirs reads fewer rows than it may. Each tier skips the rows it
-   * did; a row is deleted once both did (one that only the second did, arrived while the first
-   * ended, is the next refresh's). A failure in either stops both. True when it drained outbox rows.
+   * PASSES_MS have gone by; meanwhile the segments reading no events, in short passes over
+   * whatever arrived (every PROFILES_PERIOD_MS), until the other tier is done and a pass of theirs
+   * reads fewer rows than it may. Each tier skips the rows it applied; a row is deleted once both
+   * did (one arriving as the events tier ends is the next refresh's). A failure in either stops
+   * both. True when it drained outbox rows.
    */
   private async drainOutbox(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
     const progress = this.progress.get(workspaceId) ?? new DrainProgress();
