@@ -1,0 +1,55 @@
+// What a workspace's refreshes drained of the segment outbox, per tier (DrainTier): the engine
+// (index.ts) deletes a row once both tiers applied it.
+import type pg from "pg";
+import type { OutboxRow } from "../../outbox/index.ts";
+
+/** An outbox row as the engine drains it: with the instant of the transaction that wrote it. */
+export type DrainedRow = OutboxRow & { created_at: Date };
+
+/**
+ * The two kinds of segment a refresh drains the outbox for apart, at once, each on its own
+ * connection: those reading no events (a user's profile, assignments, manual members: a few
+ * milliseconds for thousands of users) and those reading events (each user's history: most of a
+ * drain's cost under heavy ingestion). A change of a trait is applied within a short pass of the
+ * first, not after the second's long one.
+ */
+export type DrainTier = "profiles" | "events";
+
+/**
+ * What the tiers of a workspace's refreshes drained: an outbox row is deleted once both did, and
+ * each skips what it did. Kept from one refresh of the workspace to the next in this process (a
+ * row's segments evaluated after its commit need not be again), pruned of rows no longer waiting
+ * (deleted by another process's refresh, say) as each ends.
+ */
+export class DrainProgress {
+  private done: Record<DrainTier, Set<string>> = { profiles: new Set(), events: new Set() };
+  /** Outbox rows done by both tiers, in all. */
+  drained = 0;
+
+  /** Forgets the rows no longer in the outbox; false when nothing is left to remember. */
+  async prune(db: Pick<pg.PoolClient, "query">, workspaceId: string): Promise<boolean> {
+    const marked = [...this.done.profiles, ...this.done.events];
+    if (marked.length === 0) return false;
+    const { rows } = await db.query<{ id: string }>("SELECT id FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [
+      workspaceId,
+      marked,
+    ]);
+    const waiting = new Set(rows.map((r) => r.id));
+    for (const set of Object.values(this.done)) for (const id of set) if (!waiting.has(id)) set.delete(id);
+    return waiting.size > 0;
+  }
+
+  /** The ids of the rows `tier` did and the other has not yet. */
+  doneBy(tier: DrainTier): string[] {
+    return [...this.done[tier]];
+  }
+
+  /** Records `rows` as done by `tier`: the rows now done by both, to delete (forgotten here). */
+  mark(tier: DrainTier, rows: DrainedRow[]): DrainedRow[] {
+    const other = this.done[tier === "profiles" ? "events" : "profiles"];
+    const both = rows.filter((r) => other.has(r.id));
+    for (const r of rows) other.has(r.id) ? other.delete(r.id) : this.done[tier].add(r.id);
+    this.drained += both.length;
+    return both;
+  }
+}
