@@ -143,7 +143,7 @@ async function recompute(bench: Bench, ws: Workspace, name: string, definition: 
   const db = client(bench.url);
   await db.connect();
   const now = new Date();
-  const compiled = compileSegment(definition, new Map(), segmentInputs(ws.id, created.id, now, null));
+  const compiled = compileSegment(definition, new Map(), segmentInputs(ws.id, created.id, now, null)).query;
   let s = performance.now();
   const counted = sql`SELECT count(*) FILTER (WHERE member)::int AS members FROM (${compiled}) r`;
   const { rows } = await db.query(counted);

@@ -155,34 +155,46 @@ it("a segment that could hold for a user with no data is evaluated for the profi
 
 it("a user whose new track events can only keep its membership as it is is not evaluated; one with other changes in the batch is", async () => {
   const ws = await a.newWorkspace();
-  const buyersId = await saveSegment(a, ws.adminKey, "buyers", buyers);
+  // Windowed, so that an evaluation reads the users' timers (a segment without windows keeps none,
+  // and one that changes nothing for a user leaves no trace of having evaluated it).
+  const within = 10 * 365 * 86_400;
+  const buyersId = await saveSegment(
+    a,
+    ws.adminKey,
+    "buyers",
+    single({ type: "Performed", event: "Bought", withinSeconds: within } as never),
+  );
   const neverBought = await saveSegment(
     a,
     ws.adminKey,
     "never-bought",
-    single({ type: "Performed", event: "Bought", times: 1, timesOperator: "<" } as never),
+    single({ type: "Performed", event: "Bought", times: 1, timesOperator: "<", withinSeconds: within } as never),
   );
   const proBuyers = await saveSegment(a, ws.adminKey, "pro-buyers", {
     entryNode: { type: "And", id: "and", children: ["pro", "bought"] },
     nodes: [
       { type: "Trait", id: "pro", path: "plan", operator: { type: "Equals", value: "pro" } },
-      { type: "Performed", id: "bought", event: "Bought", times: 1, timesOperator: ">=" },
+      { type: "Performed", id: "bought", event: "Bought", times: 1, timesOperator: ">=", withinSeconds: within },
     ],
   });
   const members = async (id: string) =>
     (await request(a.url, "GET", `/api/admin/segments/${id}/users`, { headers: bearer(ws.adminKey) })).body.items
       .map((u: { userId: string }) => u.userId)
       .sort();
-  // A mark any evaluation of the user would remove: a timer its definition never sets.
+  // A mark any evaluation of the user would replace: a timer at an instant its definition never sets.
   const mark = (segmentId: string, userId: string) =>
-    a.ctx.db.pool.query("INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at) VALUES ($1, $2, $3, '2100-01-01')", [
-      ws.id,
-      segmentId,
-      userId,
-    ]);
+    a.ctx.db.pool.query(
+      `INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at) VALUES ($1, $2, $3, '2100-01-01')
+       ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at`,
+      [ws.id, segmentId, userId],
+    );
   const marked = async (segmentId: string, userId: string) =>
-    (await a.ctx.db.pool.query("SELECT 1 FROM segment_timers WHERE segment_id = $1 AND profile_id = $2", [segmentId, userId])).rowCount ===
-    1;
+    (
+      await a.ctx.db.pool.query("SELECT 1 FROM segment_timers WHERE segment_id = $1 AND profile_id = $2 AND due_at = '2100-01-01'", [
+        segmentId,
+        userId,
+      ])
+    ).rowCount === 1;
 
   await send(a, ws.writeKey, [identify("ann", { plan: "pro" }, Date.now()), track({ userId: "ann" }, "Bought", Date.now())]);
   await a.ctx.segments.settle(ws.id);

@@ -198,6 +198,8 @@ export const nodeCompilers: { [K in SegmentNodeType]: NodeCompiler<K> } = {
     const count = sql`coalesce(${alias}.n, 0)`;
     const times = sql`${n.times}::int8`;
     const cond = sql`${count} ${raw(COUNT_COMPARISONS[n.timesOperator])} ${times}`;
+    // No window and no dated properties: next_at is always NULL (nothing to keep a timer for).
+    if (flips.length === 0) return always(cond);
     if (props.flips.length > 0) return { cond, flips: [sql`${alias}.next_at`] };
     // Without dated properties, time only lowers the count: an expiry matters only where a
     // lower count could change the result (keeps timers off the users it cannot change).

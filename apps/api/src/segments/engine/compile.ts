@@ -51,6 +51,12 @@ export function nodesById(def: SegmentDefinition): Map<string, SegmentNode> {
   return byId;
 }
 
+/** A compiled definition: its query, and whether any row of it can have a `next_at` (a window). */
+export interface CompiledSegment {
+  query: Sql;
+  timed: boolean;
+}
+
 /**
  * The query of `def` for `inputs`: for the profiles of `inputs.scope`, or every profile when it is
  * null. `events`, with a scope, is a table holding every event of the scope's profiles the
@@ -61,7 +67,7 @@ export function compileSegment(
   groups: SubscriptionGroupTypes,
   inputs: SegmentInputs,
   events: ScopeEvents | null = null,
-): Sql {
+): CompiledSegment {
   const { workspaceId, scope } = inputs;
   const scoped = scope.value !== null;
   const byId = nodesById(def);
@@ -93,10 +99,11 @@ export function compileSegment(
     UNION ALL
     SELECT a.workspace_id, a.profile_id, a.alias_id FROM profile_aliases a
     WHERE a.workspace_id = ${workspaceId} AND ${inScope("a.profile_id")})`;
-  return sql`WITH ${join([ids, ...ctes], ",\n")}
+  const query = sql`WITH ${join([ids, ...ctes], ",\n")}
     SELECT p.profile_id, ${root.cond} AS member, ${least(root.flips)} AS next_at
     FROM profiles p ${join(joins, "\n    ")}
     WHERE p.workspace_id = ${workspaceId} AND ${inScope("p.profile_id")}`;
+  return { query, timed: root.flips.length > 0 };
 }
 
 // ---------------------------------------------------------------------------------------

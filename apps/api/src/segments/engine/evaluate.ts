@@ -73,7 +73,7 @@ export async function evaluateSegment(
 ): Promise<Evaluated> {
   const inputs = segmentInputs(segment.workspaceId, segment.id, now, scope);
   const { workspaceId: ws, segmentId: id, now: at } = inputs;
-  const compiled = compileSegment(segment.definition, groups, inputs, events ?? null);
+  const { query: compiled, timed } = compileSegment(segment.definition, groups, inputs, events ?? null);
   // Each table's rows of the segment in scope (all of the segment's, for a full recompute), read
   // once; what changes is found by set operations against them (hashed,
   // linear whatever the planner believes of the sizes: an anti-join against r, on the estimates of
@@ -90,10 +90,17 @@ export async function evaluateSegment(
     ? sql`member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = ${full.dependsOn}::text[]`
     : sql`member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)`;
   const current = full ? sql` AND definition_updated_at = ${full.definitionUpdatedAt}::timestamptz` : raw("");
+  // A definition without windows keeps no timers, so its users' are not looked up for a scope: a
+  // definition that loses its windows is recomputed in full, which removes them all (one left
+  // meanwhile only has its user evaluated once more when it fires).
+  const timers =
+    scope !== null && !timed
+      ? sql`SELECT profile_id, due_at FROM segment_timers WHERE false`
+      : rowsOf("segment_timers", "profile_id, due_at");
   // Only members and timed rows matter below (a full recompute holds those, not every profile).
   const statement = sql`WITH r AS MATERIALIZED (SELECT * FROM (${compiled}) x WHERE member OR next_at IS NOT NULL),
     members AS MATERIALIZED (${rowsOf("segment_memberships", "profile_id", memberCount)}),
-    timed AS MATERIALIZED (${rowsOf("segment_timers", "profile_id, due_at")}),
+    timed AS MATERIALIZED (${timers}),
     ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
       SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM (SELECT profile_id FROM r WHERE member EXCEPT SELECT profile_id FROM members) n
       ORDER BY profile_id ON CONFLICT DO NOTHING RETURNING profile_id),
@@ -128,7 +135,7 @@ export function membersQuery(
   seed: string,
   now: Date,
 ): Sql {
-  return sql`SELECT profile_id FROM (${compileSegment(definition, groups, segmentInputs(workspaceId, seed, now, null))}) r WHERE member`;
+  return sql`SELECT profile_id FROM (${compileSegment(definition, groups, segmentInputs(workspaceId, seed, now, null)).query}) r WHERE member`;
 }
 
 /** The workspace's subscription groups and their types (what SubscriptionGroup nodes compile with). */
@@ -161,7 +168,7 @@ export async function membersNow(
   const definition = storedSegmentDefinition(rows[0]!);
   const inputs = segmentInputs(workspaceId, segmentId, now, userIds);
   const members = await db.query<{ profile_id: string }>(
-    sql`SELECT profile_id FROM (${compileSegment(definition, await subscriptionGroupTypes(db, workspaceId), inputs)}) r WHERE member`,
+    sql`SELECT profile_id FROM (${compileSegment(definition, await subscriptionGroupTypes(db, workspaceId), inputs).query}) r WHERE member`,
   );
   return new Set(members.rows.map((r) => r.profile_id));
 }
