@@ -54,7 +54,7 @@ describe("a segment's timers", () => {
     for (const [name, definition] of Object.entries(timed)) expect({ name, timed: isTimed(definition) }).toEqual({ name, timed: true });
   });
 
-  it("are not read by a scoped evaluation of a definition without one, and are by one with a window", async () => {
+  it("are left alone by a scoped evaluation of a definition without one, and read by one with a window", async () => {
     const ws = (await createWorkspace(db.prisma, "untimed")).workspace.id;
     await admin.query("INSERT INTO profiles (workspace_id, profile_id) SELECT $1, p FROM unnest($2::text[]) p", [ws, ["ann", "bob", "cy"]]);
     // Scans of segment_timers by this transaction's statements so far.

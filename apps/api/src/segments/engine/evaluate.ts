@@ -102,17 +102,23 @@ export async function evaluateSegment(
     ? sql`member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = ${full.dependsOn}::text[]`
     : sql`member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)`;
   const current = full ? sql` AND definition_updated_at = ${full.definitionUpdatedAt}::timestamptz` : raw("");
-  // A definition without windows keeps no timers, so its users' are not looked up for a scope: a
+  // The per-user instants at which the result could flip. A definition without windows keeps
+  // none, so a scoped evaluation of one leaves segment_timers alone (no lookup per user): a
   // definition that loses its windows is recomputed in full, which removes them all (one left
   // meanwhile only has its user evaluated once more when it fires).
-  const timers =
+  const keepTimers =
     scope !== null && !timed
-      ? sql`SELECT profile_id, due_at FROM segment_timers WHERE false`
-      : rowsOf("segment_timers", "profile_id, due_at");
+      ? raw("")
+      : sql`,
+    timed AS MATERIALIZED (${rowsOf("segment_timers", "profile_id, due_at")}),
+    timers AS (INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
+      SELECT ${ws}, ${id}::uuid, profile_id, next_at FROM (
+        SELECT profile_id, next_at::timestamptz(3) FROM r WHERE next_at IS NOT NULL EXCEPT SELECT profile_id, due_at FROM timed) n
+      ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at),
+    untimed AS (${removing("segment_timers", sql`SELECT profile_id FROM timed EXCEPT SELECT profile_id FROM r WHERE next_at IS NOT NULL`)})`;
   // Only members and timed rows matter below (a full recompute holds those, not every profile).
   const statement = sql`WITH r AS MATERIALIZED (SELECT * FROM (${compiled}) x WHERE member OR next_at IS NOT NULL),
     members AS MATERIALIZED (${rowsOf("segment_memberships", "profile_id", memberCount)}),
-    timed AS MATERIALIZED (${timers}),
     ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
       SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM (SELECT profile_id FROM r WHERE member EXCEPT SELECT profile_id FROM members) n
       ORDER BY profile_id ON CONFLICT DO NOTHING RETURNING profile_id),
@@ -125,12 +131,7 @@ export async function evaluateSegment(
       SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM ins
       WHERE EXISTS (SELECT 1 FROM segment_references sr
         WHERE sr.workspace_id = ${ws} AND sr.target_id = ${id}::uuid AND sr.referrer_kind = 'Journey')
-      RETURNING 1),
-    timers AS (INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
-      SELECT ${ws}, ${id}::uuid, profile_id, next_at FROM (
-        SELECT profile_id, next_at::timestamptz(3) FROM r WHERE next_at IS NOT NULL EXCEPT SELECT profile_id, due_at FROM timed) n
-      ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at),
-    untimed AS (${removing("segment_timers", sql`SELECT profile_id FROM timed EXCEPT SELECT profile_id FROM r WHERE next_at IS NOT NULL`)}),
+      RETURNING 1)${keepTimers},
     counted AS (UPDATE segments SET ${counts}
       WHERE workspace_id = ${ws} AND id = ${id}::uuid${current})
     SELECT (SELECT count(*) FROM ins)::int AS entered, (SELECT count(*) FROM del)::int AS exited,
