@@ -23,11 +23,18 @@ export type DrainTier = "profiles" | "events";
  */
 export class DrainProgress {
   private done: Record<DrainTier, Set<string>> = { profiles: new Set(), events: new Set() };
+  /**
+   * Rows done by both and being deleted: skipped by both until the delete commits (a tier reading
+   * the outbox meanwhile would apply them again).
+   */
+  private removing = new Set<string>();
   /** Outbox rows done by both tiers, in all. */
   drained = 0;
 
-  /** Forgets the rows no longer in the outbox; false when nothing is left to remember. */
+  /** At a refresh's end: forgets the rows no longer in the outbox; false when nothing is left to remember. */
   async prune(db: Pick<pg.PoolClient, "query">, workspaceId: string): Promise<boolean> {
+    // A row left here failed to be deleted (the refresh failed): both tiers apply it again.
+    this.removing.clear();
     const marked = [...this.done.profiles, ...this.done.events];
     if (marked.length === 0) return false;
     const { rows } = await db.query<{ id: string }>("SELECT id FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [
@@ -39,17 +46,28 @@ export class DrainProgress {
     return waiting.size > 0;
   }
 
-  /** The ids of the rows `tier` did and the other has not yet. */
+  /** The ids of the rows `tier` did and the other has not yet, and of those being deleted. */
   doneBy(tier: DrainTier): string[] {
-    return [...this.done[tier]];
+    return [...this.done[tier], ...this.removing];
   }
 
-  /** Records `rows` as done by `tier`: the rows now done by both, to delete (forgotten here). */
+  /** Records `rows` as done by `tier`: the rows now done by both, to delete (then `removed`). */
   mark(tier: DrainTier, rows: DrainedRow[]): DrainedRow[] {
     const other = this.done[tier === "profiles" ? "events" : "profiles"];
     const both = rows.filter((r) => other.has(r.id));
-    for (const r of rows) other.has(r.id) ? other.delete(r.id) : this.done[tier].add(r.id);
+    for (const r of rows) {
+      if (!other.has(r.id)) this.done[tier].add(r.id);
+      else {
+        other.delete(r.id);
+        this.removing.add(r.id);
+      }
+    }
     this.drained += both.length;
     return both;
+  }
+
+  /** Forgets rows whose delete committed. */
+  removed(rows: DrainedRow[]) {
+    for (const r of rows) this.removing.delete(r.id);
   }
 }

@@ -425,7 +425,10 @@ export class SegmentEngine {
       }
     }
     const done = progress.mark(tier, rows);
-    if (done.length > 0) signalled += await this.removeDrained(db, workspaceId, done);
+    if (done.length > 0) {
+      signalled += await this.removeDrained(db, workspaceId, done);
+      progress.removed(done);
+    }
     if (signalled > 0) this.options.onSignals?.(workspaceId);
     this.options.onDrain?.(rows.length, scope?.users ?? 0, tier);
     return { read: rows.length, full: rows.length === limit };

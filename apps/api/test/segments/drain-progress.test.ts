@@ -1,0 +1,25 @@
+// What the two tiers of a drain applied (src/segments/engine/drain-progress.ts): a row is deleted
+// once both applied it, and neither applies it again meanwhile, nor while its delete commits.
+import { describe, expect, it } from "vitest";
+import { DrainProgress, type DrainedRow } from "../../src/segments/engine/drain-progress.ts";
+
+const row = (id: string): DrainedRow => ({ id, ids: ["ann"], keys: ["t:plan"], track_ids: [], created_at: new Date() });
+
+describe("a drain's progress", () => {
+  it("skips a row in the tier that applied it, and in both while it is deleted, until its delete commits", () => {
+    const progress = new DrainProgress();
+    const [a, b] = [row("1"), row("2")];
+    expect(progress.mark("events", [a, b])).toEqual([]);
+    expect({ events: progress.doneBy("events"), profiles: progress.doneBy("profiles") }).toEqual({ events: ["1", "2"], profiles: [] });
+    // The profiles tier applies `a`: done by both, to delete. Until the delete commits, neither
+    // tier's next read takes it (a read between would apply it again).
+    expect(progress.mark("profiles", [a])).toEqual([a]);
+    expect({ events: progress.doneBy("events").sort(), profiles: progress.doneBy("profiles") }).toEqual({
+      events: ["1", "2"],
+      profiles: ["1"],
+    });
+    progress.removed([a]);
+    expect({ events: progress.doneBy("events"), profiles: progress.doneBy("profiles") }).toEqual({ events: ["2"], profiles: [] });
+    expect(progress.drained).toBe(1);
+  });
+});
