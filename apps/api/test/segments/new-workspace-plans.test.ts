@@ -5,28 +5,17 @@
 // after (e)). Over the copy, they are joined by hash whatever the estimates. And a segment's rows
 // of its users (timers, members) were read through the (workspace, due_at) index, all of the
 // workspace's timers for each user (2.7 million buffers for 5 000 users): they are read by primary key.
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { describe, expect, it } from "vitest";
 import { SegmentDefinition } from "@tidings/schema";
 import { createWorkspace } from "../../src/auth/service.ts";
-import { createDb, type Db } from "../../src/db/client.ts";
 import { compileSegment, segmentInputs } from "../../src/segments/engine/compile.ts";
 import { scopedRows } from "../../src/segments/engine/evaluate.ts";
 import { eventsRead, withScopeEvents } from "../../src/segments/engine/scope-events.ts";
-import { createTestDatabase } from "../support/app.ts";
 
-let db: Db;
-let admin: pg.Client;
-beforeAll(async () => {
-  const url = await createTestDatabase();
-  db = createDb(url, 2);
-  admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-});
-afterAll(async () => {
-  await admin?.end();
-  await db?.close();
-});
+import { testDatabase } from "./support.ts";
+
+const t = testDatabase();
 
 type Plan = { "Node Type": string; "Index Name"?: string; Plans?: Plan[] };
 
@@ -41,13 +30,13 @@ async function explain(client: Pick<pg.PoolClient, "query">, query: { text: stri
 
 describe("a segment evaluated over a drain's copy of the events, in a workspace the statistics do not know", () => {
   it("is joined to its profiles by hash, not by a nested loop", async () => {
-    const known = (await createWorkspace(db.prisma, "analyzed")).workspace.id;
-    await admin.query("INSERT INTO profiles (workspace_id, profile_id) SELECT $1, 'k-' || i FROM generate_series(1, 5000) i", [known]);
-    await admin.query("ANALYZE profiles; ANALYZE events");
-    const ws = (await createWorkspace(db.prisma, "new")).workspace.id;
+    const known = (await createWorkspace(t.db.prisma, "analyzed")).workspace.id;
+    await t.admin.query("INSERT INTO profiles (workspace_id, profile_id) SELECT $1, 'k-' || i FROM generate_series(1, 5000) i", [known]);
+    await t.admin.query("ANALYZE profiles; ANALYZE events");
+    const ws = (await createWorkspace(t.db.prisma, "new")).workspace.id;
     const users = Array.from({ length: 3000 }, (_, i) => `u-${i}`);
-    await admin.query("INSERT INTO profiles (workspace_id, profile_id) SELECT $1, u FROM unnest($2::text[]) u", [ws, users]);
-    await admin.query(
+    await t.admin.query("INSERT INTO profiles (workspace_id, profile_id) SELECT $1, u FROM unnest($2::text[]) u", [ws, users]);
+    await t.admin.query(
       `INSERT INTO events (workspace_id, message_id, type, identity_id, user_id, event, event_time, received_at, payload)
        SELECT $1, u || '-' || n, 'track', u, u, 'Bought', now() - n * interval '1 minute', now(),
          jsonb_build_object('properties', jsonb_build_object('amount', n * 20))
@@ -63,7 +52,7 @@ describe("a segment evaluated over a drain's copy of the events, in a workspace 
       },
       nodes: [],
     });
-    const client = await db.pool.connect();
+    const client = await t.db.pool.connect();
     try {
       const types = await withScopeEvents(client, ws, users, [eventsRead(definition)!], async (table) => {
         const { query } = compileSegment(definition, new Map(), segmentInputs(ws, "s", new Date(), users), { table, exact: true });
@@ -79,33 +68,33 @@ describe("a segment evaluated over a drain's copy of the events, in a workspace 
 
 describe("a segment's rows of its users, in a workspace the statistics do not know", () => {
   it("are read by primary key, one at a time or by range, never through the workspace's timers by due date", async () => {
-    const known = (await createWorkspace(db.prisma, "timers-analyzed")).workspace.id;
+    const known = (await createWorkspace(t.db.prisma, "timers-analyzed")).workspace.id;
     const segment = async (workspace: string) =>
       (
-        await admin.query<{ id: string }>(
+        await t.admin.query<{ id: string }>(
           "INSERT INTO segments (workspace_id, id, name, definition) VALUES ($1, gen_random_uuid(), gen_random_uuid()::text, '{}') RETURNING id",
           [workspace],
         )
       ).rows[0]!.id;
     const timers = async (workspace: string, id: string, n: number) => {
-      await admin.query(
+      await t.admin.query(
         "INSERT INTO profiles (workspace_id, profile_id) SELECT $1, 't-' || i FROM generate_series(1, $2::int) i ON CONFLICT DO NOTHING",
         [workspace, n],
       );
-      await admin.query(
+      await t.admin.query(
         `INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
          SELECT $1, $2, 't-' || i, now() + i * interval '1 second' FROM generate_series(1, $3::int) i`,
         [workspace, id, n],
       );
     };
     await timers(known, await segment(known), 5000);
-    await admin.query("ANALYZE segment_timers");
-    const ws = (await createWorkspace(db.prisma, "timers-new")).workspace.id;
+    await t.admin.query("ANALYZE segment_timers");
+    const ws = (await createWorkspace(t.db.prisma, "timers-new")).workspace.id;
     const id = await segment(ws);
     await timers(ws, id, 3000);
     const ids = Array.from({ length: 2000 }, (_, i) => `t-${i}`);
     for (const range of [null, { ids: ids.length, rows: 3000 }]) {
-      const plan = await explain(db.pool, scopedRows("segment_timers", "profile_id, due_at", ws, id, ids, range));
+      const plan = await explain(t.db.pool, scopedRows("segment_timers", "profile_id, due_at", ws, id, ids, range));
       const indexes = nodes(plan).flatMap((n) => (n["Index Name"] ? [n["Index Name"]] : []));
       expect({ range: range !== null, indexes }).toEqual({ range: range !== null, indexes: ["segment_timers_pkey"] });
     }

@@ -1,25 +1,13 @@
 // How an incremental evaluation reads a segment's rows for its scope (scopedRows,
 // src/segments/engine/evaluate.ts): looked up one id at a time, or, when the ids are many beside
 // the segment's rows, read as one range of the segment and kept by id. Both must find the same rows.
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
-import { createDb, type Db } from "../../src/db/client.ts";
 import { scopedRows } from "../../src/segments/engine/evaluate.ts";
-import { createTestDatabase } from "../support/app.ts";
 
-let db: Db;
-let admin: pg.Client;
-beforeAll(async () => {
-  const url = await createTestDatabase();
-  db = createDb(url, 2);
-  admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-});
-afterAll(async () => {
-  await admin?.end();
-  await db?.close();
-});
+import { testDatabase } from "./support.ts";
+
+const t = testDatabase();
 
 const isRange = (q: { text: string }) => !q.text.includes("LATERAL");
 
@@ -34,11 +22,11 @@ describe("a segment's rows for a scope", () => {
   });
 
   it("are the same rows either way: the segment's own, of the ids asked, in its workspace only", async () => {
-    const ws = (await createWorkspace(db.prisma, "scoped-rows")).workspace.id;
-    const other = (await createWorkspace(db.prisma, "scoped-rows-other")).workspace.id;
+    const ws = (await createWorkspace(t.db.prisma, "scoped-rows")).workspace.id;
+    const other = (await createWorkspace(t.db.prisma, "scoped-rows-other")).workspace.id;
     const segment = async (workspace: string, name: string) =>
       (
-        await admin.query<{ id: string }>(
+        await t.admin.query<{ id: string }>(
           "INSERT INTO segments (workspace_id, id, name, definition) VALUES ($1, gen_random_uuid(), $2, '{}') RETURNING id",
           [workspace, name],
         )
@@ -47,7 +35,7 @@ describe("a segment's rows for a scope", () => {
     const b = await segment(ws, "b");
     const elsewhere = await segment(other, "a");
     const member = (workspace: string, id: string, profiles: string[]) =>
-      admin.query(
+      t.admin.query(
         "INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at) SELECT $1, $2, p, now() FROM unnest($3::text[]) p",
         [workspace, id, profiles],
       );
@@ -58,7 +46,7 @@ describe("a segment's rows for a scope", () => {
     const ids = ["ann", "dee", "eve", "bob", "nobody"];
     const read = async (range: { ids: number; rows: number } | null) => {
       const q = scopedRows("segment_memberships", "profile_id", ws, a, ids, range);
-      const { rows } = await db.pool.query<{ profile_id: string }>(q);
+      const { rows } = await t.db.pool.query<{ profile_id: string }>(q);
       return { range: isRange(q), profiles: rows.map((r) => r.profile_id).sort() };
     };
     expect(await read(null)).toEqual({ range: false, profiles: ["ann", "bob"] });

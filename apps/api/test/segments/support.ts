@@ -1,11 +1,12 @@
 // Segment tests: events in through the public API, segments and members through the admin API,
 // the engine's clock in the test's hands.
 import { randomUUID } from "node:crypto";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import type { SegmentDefinition, SegmentNode } from "@tidings/schema";
-import type pg from "pg";
+import pg from "pg";
+import { createDb, type Db } from "../../src/db/client.ts";
 import type { JobLayer } from "../../src/jobs/index.ts";
-import type { TestApp, TestWorkspace } from "../support/app.ts";
+import { createTestDatabase, type TestApp, type TestWorkspace } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
 
 /** A clock the engine reads; tests move it. */
@@ -139,4 +140,23 @@ export function recordingJobs() {
     queueStats: async () => ({ depth: 0, oldestAgeSeconds: 0 }),
   };
   return { jobs, added, notify: (channel: string, payload: string) => listeners.get(channel)!(payload) };
+}
+
+/**
+ * A database of the test file's own, without an app: the server's client (`db`, with a pool of
+ * `poolSize`) and an admin connection, opened before the file's tests and closed after them.
+ */
+export function testDatabase(poolSize = 2) {
+  const t = {} as { url: string; db: Db; admin: pg.Client };
+  beforeAll(async () => {
+    t.url = await createTestDatabase();
+    t.db = createDb(t.url, poolSize);
+    t.admin = new pg.Client({ connectionString: t.url });
+    await t.admin.connect();
+  });
+  afterAll(async () => {
+    await t.admin?.end();
+    await t.db?.close();
+  });
+  return t;
 }

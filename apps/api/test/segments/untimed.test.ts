@@ -1,29 +1,18 @@
 // A segment without windows keeps no timers (src/segments/engine/evaluate.ts): its scoped
 // evaluations do not look its users' timers up, which a drain would otherwise pay once per user
 // and segment. Which definitions have windows is the compiler's answer (compileSegment's `timed`).
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { describe, expect, it } from "vitest";
 import { SegmentDefinition } from "@tidings/schema";
 import { createWorkspace } from "../../src/auth/service.ts";
-import { createDb, type Db } from "../../src/db/client.ts";
 import { compileSegment, segmentInputs } from "../../src/segments/engine/compile.ts";
 import { evaluateSegment } from "../../src/segments/engine/evaluate.ts";
-import { createTestDatabase } from "../support/app.ts";
 /** A one-node definition, parsed with the schema (its defaults filled in, as the engine reads it). */
 const single = (node: Record<string, unknown>) => SegmentDefinition.parse({ entryNode: { ...node, id: "root" }, nodes: [] });
 
-let db: Db;
-let admin: pg.Client;
-beforeAll(async () => {
-  const url = await createTestDatabase();
-  db = createDb(url, 2);
-  admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-});
-afterAll(async () => {
-  await admin?.end();
-  await db?.close();
-});
+import { testDatabase } from "./support.ts";
+
+const t = testDatabase();
 
 const amount10 = [{ path: "amount", operator: { type: "GreaterThanOrEqual", value: 10 } }];
 const untimed: Record<string, SegmentDefinition> = {
@@ -55,8 +44,11 @@ describe("a segment's timers", () => {
   });
 
   it("are left alone by a scoped evaluation of a definition without one, and read by one with a window", async () => {
-    const ws = (await createWorkspace(db.prisma, "untimed")).workspace.id;
-    await admin.query("INSERT INTO profiles (workspace_id, profile_id) SELECT $1, p FROM unnest($2::text[]) p", [ws, ["ann", "bob", "cy"]]);
+    const ws = (await createWorkspace(t.db.prisma, "untimed")).workspace.id;
+    await t.admin.query("INSERT INTO profiles (workspace_id, profile_id) SELECT $1, p FROM unnest($2::text[]) p", [
+      ws,
+      ["ann", "bob", "cy"],
+    ]);
     // Scans of segment_timers by this transaction's statements so far.
     const timerScans = async (client: pg.PoolClient) =>
       (
@@ -65,11 +57,11 @@ describe("a segment's timers", () => {
         )
       ).rows[0]?.n ?? 0;
     const scansOf = async (name: string, definition: SegmentDefinition) => {
-      const { rows } = await admin.query<{ id: string }>(
+      const { rows } = await t.admin.query<{ id: string }>(
         "INSERT INTO segments (workspace_id, id, name, definition) VALUES ($1, gen_random_uuid(), $2, $3) RETURNING id",
         [ws, name, definition],
       );
-      const client = await db.pool.connect();
+      const client = await t.db.pool.connect();
       try {
         await client.query("BEGIN");
         const before = await timerScans(client);
