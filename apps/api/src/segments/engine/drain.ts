@@ -1,0 +1,329 @@
+// Draining the segment outbox (docs/segments.md): a refresh's passes over the outbox rows waiting
+// for a workspace, in two tiers at once (DrainTier), each pass evaluating the segments its rows'
+// keys meet for the users they touched (scope.ts), over a copy of their events where several
+// segments read the same ones (scope-events.ts), and deleting the rows once both tiers applied
+// them, having handed them to the outbox's other consumers.
+import { setTimeout as sleep } from "node:timers/promises";
+import type pg from "pg";
+import { type OutboxHandOff, outboxKey } from "../../outbox/index.ts";
+import { inTransaction } from "../../db/transaction.ts";
+import type { ScopeEvents } from "./compile-nodes.ts";
+import { DrainProgress, type DrainedRow, type DrainTier } from "./drain-progress.ts";
+import { evaluateSegment, subscriptionGroupTypes } from "./evaluate.ts";
+import type { SegmentEngineOptions } from "./index.ts";
+import { batchScopes, narrowScope } from "./scope.ts";
+import { type EventsRead, evaluationUnits, eventsRead, withScopeEvents } from "./scope-events.ts";
+import type { StoredSegment, StoredSegments } from "./stored.ts";
+
+/** Outbox rows drained per pass, and per pass under heavy ingestion (bounded: a backlog after a
+ * worker outage is drained in passes, never read into one result). */
+const OUTBOX_READ = { batch: 500, heavy: 2000 };
+/** Connections evaluating a drained batch's segments reading events at once. */
+const LANES = 2;
+/**
+ * How often the segments reading no events take what arrived while those reading events drain
+ * (ms): each pass costs a statement per segment whatever its size, so passes back to back would
+ * take CPU from the other tier (measured: its changes then lagged about twice as long). Every
+ * 500 ms rather than 250: under bench (c)'s heavy ingestion, ingestion kept 0.48 instead of 0.42
+ * of its rate (counting catch-up; four interleaved runs each), with no clear change to (e)'s
+ * freshness of a trait segment.
+ */
+const PROFILES_PERIOD_MS = 500;
+/**
+ * For how long a refresh goes on taking what arrived during its last pass (ms), before it ends
+ * so that due timers and recomputes run (a pass reading a full batch is always followed by another).
+ */
+const PASSES_MS = 1000;
+
+/** A segment of a drain and the users it is evaluated for. */
+type Work = { s: StoredSegment; ids: string[]; reads: EventsRead | null };
+
+/** The engine's settings a drain reads. */
+type DrainOptions = Pick<SegmentEngineOptions, "pool" | "heavyIngestion" | "outboxRead" | "onDrain" | "lag" | "onSignals">;
+
+/** A process's drains of the outbox, for the refreshes of every workspace (one at a time per workspace: SegmentEngine.refresh). */
+export class OutboxDrain {
+  /** What each workspace's refreshes in this process drained in one tier and not yet the other. */
+  private progress = new Map<string, DrainProgress>();
+
+  /** `handOffs`: the outbox's other consumers (src/outbox), called in the transaction that deletes drained rows. */
+  constructor(
+    private options: DrainOptions,
+    private stored: StoredSegments,
+    private handOffs: OutboxHandOff[],
+    private now: () => Date,
+  ) {}
+
+  /**
+   * Drains the outbox in its two tiers at once (DrainTier): the segments reading events on `db`
+   * (and a lane of the pool), in passes until one reads nothing, or fewer rows than it may once
+   * PASSES_MS have gone by; meanwhile the segments reading no events, in short passes over
+   * whatever arrived (every PROFILES_PERIOD_MS), until the other tier is done and a pass of theirs
+   * reads fewer rows than it may. Each tier skips the rows it applied; a row is deleted once both
+   * did (one arriving as the events tier ends is the next refresh's). A failure in either stops
+   * both. True when it drained outbox rows.
+   */
+  async run(db: pg.PoolClient, workspaceId: string): Promise<boolean> {
+    const progress = this.progress.get(workspaceId) ?? new DrainProgress();
+    this.progress.delete(workspaceId);
+    const drainedBefore = progress.drained;
+    let failed = false;
+    const stopsBoth = (err: unknown) => {
+      failed = true;
+      throw err;
+    };
+    const began = Date.now();
+    const events = (async () => {
+      for (let more = true; more && !failed; ) {
+        const { read, full } = await this.pass(db, workspaceId, "events", progress);
+        more = full || (read > 0 && Date.now() - began < PASSES_MS);
+      }
+    })().catch(stopsBoth);
+    let eventsDone = false;
+    const eventsOver = events.then(
+      () => {
+        eventsDone = true;
+      },
+      () => {
+        eventsDone = true;
+      },
+    );
+    // Each pass on a connection of the pool, held for that pass only: a refresh holds one
+    // connection throughout (its lock's), and others only while they work, never waiting for one
+    // while holding another besides it.
+    const profilesPass = async () => {
+      const connection = await this.options.pool.connect();
+      try {
+        const pass = await this.pass(connection, workspaceId, "profiles", progress);
+        connection.release();
+        return pass;
+      } catch (err) {
+        connection.release(err as Error);
+        throw err;
+      }
+    };
+    const profiles = (async () => {
+      for (;;) {
+        const last = eventsDone;
+        const started = Date.now();
+        const { full } = await profilesPass();
+        if (failed || (last && !full)) return;
+        if (!last) await Promise.race([eventsOver, sleep(started + PROFILES_PERIOD_MS - Date.now())]);
+      }
+    })().catch(stopsBoth);
+    const failure = (await Promise.allSettled([events, profiles])).find((o) => o.status === "rejected");
+    if (await progress.prune(db, workspaceId).catch(() => false)) this.progress.set(workspaceId, progress);
+    if (failure) throw failure.reason;
+    return progress.drained > drainedBefore;
+  }
+
+  /**
+   * Applies one batch of outbox rows to the segments of `tier`: how many it read, and whether it
+   * read a full batch (more may wait). Each affected segment's evaluation is its own statement,
+   * committed at once (a change is visible without waiting for the other segments); the rows are
+   * deleted once both tiers applied them, so a crash in between only repeats evaluations, which
+   * are idempotent.
+   */
+  private async pass(
+    db: pg.PoolClient,
+    workspaceId: string,
+    tier: DrainTier,
+    progress: DrainProgress,
+  ): Promise<{ read: number; full: boolean }> {
+    const read = (limit: string) =>
+      db.query<DrainedRow>(
+        `SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids, created_at FROM segment_outbox
+         WHERE workspace_id = $1 AND NOT (id = ANY($2::bigint[])) ORDER BY id ${limit}`,
+        [workspaceId, progress.doneBy(tier)],
+      );
+    const bound = this.options.outboxRead ?? OUTBOX_READ;
+    let limit = bound.batch;
+    let { rows } = await read(`LIMIT ${limit}`);
+    if (rows.length === 0) return { read: 0, full: false };
+    // The tier's segments whose dependencies the rows' keys meet.
+    const segmentsOf = async (batch: DrainedRow[]) => {
+      const keys = [...new Set(batch.flatMap((r) => r.keys))];
+      const affected = keys.includes(outboxKey.any)
+        ? await this.stored.read(db, workspaceId)
+        : await this.stored.read(
+            db,
+            workspaceId,
+            "(depends_on && $2::text[] OR '*' = ANY(depends_on) OR coalesce(cardinality(depends_on), 0) = 0)",
+            [keys],
+          );
+      return affected.flatMap((s) => {
+        const reads = eventsRead(s.definition);
+        return (reads === null) === (tier === "profiles") ? [{ s, reads }] : [];
+      });
+    };
+    let affected = await segmentsOf(rows);
+    // More rows can wait only behind a full read (otherwise this pass already holds every one).
+    // Its users are counted as sent: only the batch the pass takes is resolved (resolveScope).
+    const touched = new Set(rows.flatMap((r) => r.ids)).size;
+    if (affected.length > 0 && rows.length === limit && bound.heavy > limit && (await this.heavyIngestion(db, workspaceId, touched))) {
+      // Heavy ingestion: the next batches would touch the same users again. One pass over many
+      // waiting rows (each user evaluated once, whatever its number of events) costs about what
+      // one batch does.
+      limit = bound.heavy;
+      rows = (await read(`LIMIT ${limit}`)).rows;
+      affected = await segmentsOf(rows);
+    }
+    const scope = affected.length > 0 ? await this.resolveScope(db, workspaceId, rows) : null;
+    let signalled = 0;
+    if (scope) {
+      const groups = await subscriptionGroupTypes(db, workspaceId);
+      const evaluate = async (lane: pg.PoolClient, w: Work, events?: ScopeEvents) => {
+        const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
+        const options = { events, memberCount: w.s.member_count };
+        signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, options)).signals;
+      };
+      const candidates = affected
+        .map(({ s, reads }) => {
+          const of = scope.of(s);
+          return { s, of, reads, ids: [...of.all, ...of.enter, ...of.exit] };
+        })
+        .filter((c) => c.ids.length > 0);
+      const narrowed = async (lane: pg.PoolClient, c: (typeof candidates)[number]) =>
+        narrowScope(lane, workspaceId, { id: c.s.id, memberCount: c.s.member_count }, c.of);
+      if (tier === "profiles") {
+        for (const c of candidates) {
+          const ids = await narrowed(db, c);
+          if (ids.length > 0) await evaluate(db, { s: c.s, ids, reads: null });
+        }
+      } else {
+        // Segments that may share a copy of the events (by their scopes before narrowing) are
+        // narrowed and evaluated together, in one lane.
+        await this.inLanes(db, LANES, evaluationUnits(candidates), async (lane, together) => {
+          const work: Work[] = [];
+          for (const c of together) {
+            const ids = await narrowed(lane, c);
+            if (ids.length > 0) work.push({ s: c.s, ids, reads: c.reads });
+          }
+          for (const unit of evaluationUnits(work)) {
+            if (unit.length === 1) {
+              await evaluate(lane, unit[0]!);
+              continue;
+            }
+            const ids = [...new Set(unit.flatMap((w) => w.ids))];
+            await withScopeEvents(
+              lane,
+              workspaceId,
+              ids,
+              unit.flatMap((w) => w.reads ?? []),
+              async (table) => {
+                // A segment evaluated for every profile of the copy reads all of it.
+                for (const w of unit) await evaluate(lane, w, { table, exact: w.ids.length === ids.length });
+              },
+            );
+          }
+        });
+      }
+    }
+    const done = progress.mark(tier, rows);
+    if (done.length > 0) {
+      signalled += await this.removeDrained(db, workspaceId, done);
+      progress.removed(done);
+    }
+    if (signalled > 0) this.options.onSignals?.(workspaceId);
+    this.options.onDrain?.(rows.length, scope?.users ?? 0, tier);
+    return { read: rows.length, full: rows.length === limit };
+  }
+
+  /**
+   * Deletes outbox rows both tiers applied, having handed them to the outbox's other consumers in
+   * the same transaction: the signals those recorded. Each row's age as it goes is the engine's
+   * lag (the change's segments are current now).
+   */
+  private async removeDrained(db: pg.PoolClient, workspaceId: string, rows: DrainedRow[]): Promise<number> {
+    let signalled = 0;
+    const remove = async () =>
+      (
+        await db.query<{ age: number }>(
+          `DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])
+           RETURNING extract(epoch FROM clock_timestamp() - created_at)::float8 AS age`,
+          [workspaceId, rows.map((r) => r.id)],
+        )
+      ).rows;
+    const removed =
+      this.handOffs.length === 0
+        ? await remove()
+        : await inTransaction(db, async () => {
+            for (const handOff of this.handOffs) signalled += await handOff(db, workspaceId, rows);
+            return remove();
+          });
+    if (this.options.lag) for (const r of removed) this.options.lag(r.age);
+    return signalled;
+  }
+
+  /**
+   * Runs `fn` over `items` on `lanes` connections at once: `db` and pool connections (statements on
+   * different segments touch different rows, so they never wait for one another).
+   */
+  private async inLanes<T>(db: pg.PoolClient, lanes: number, items: T[], fn: (lane: pg.PoolClient, item: T) => Promise<unknown>) {
+    const connecting =
+      items.length > 1 ? await Promise.allSettled(Array.from({ length: lanes - 1 }, () => this.options.pool.connect())) : [];
+    const extra = connecting.flatMap((c) => (c.status === "fulfilled" ? [c.value] : []));
+    const refused = connecting.find((c) => c.status === "rejected");
+    if (refused) {
+      for (const c of extra) c.release();
+      throw refused.reason;
+    }
+    // The first failure stops every lane before any connection goes back to the pool: a lane
+    // still running would issue statements on a connection someone else may hold by then.
+    let next = 0;
+    let failed = false;
+    const outcomes = await Promise.allSettled(
+      [db, ...extra].map(async (lane) => {
+        try {
+          while (!failed && next < items.length) await fn(lane, items[next++]!);
+        } catch (err) {
+          failed = true;
+          throw err;
+        }
+      }),
+    );
+    // A lane that failed drops its connection (it may be broken); the others go back to the pool.
+    for (const [i, c] of extra.entries()) c.release(outcomes[i + 1]!.status === "rejected");
+    const failure = outcomes.find((o) => o.status === "rejected");
+    if (failure) throw failure.reason;
+  }
+
+  private async heavyIngestion(db: pg.PoolClient, workspaceId: string, ids: number) {
+    const { min, share } = this.options.heavyIngestion ?? { min: 2000, share: 0.5 };
+    if (ids < min) return false;
+    const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM profiles WHERE workspace_id = $1", [workspaceId]);
+    return ids >= share * rows[0]!.n;
+  }
+
+  /**
+   * The users of a drained batch (`users` counts them), and each segment's scope in it
+   * (scope.ts). Each row's ids are taken as sent and with the profiles they belong to now (a
+   * linked id's old memberships leave). A segment that could hold for a user with no data at all
+   * (it depends on `*`: Everyone, RandomBucket, `Performed … < n`, `Not`) changes for a profile
+   * that existed before only through its other keys or a `*` change; it also takes the profiles
+   * the batch created (their `created_at` is the transaction's, as is their outbox row's).
+   */
+  private async resolveScope(db: pg.PoolClient, workspaceId: string, batch: DrainedRow[]) {
+    const ids = [...new Set(batch.flatMap((r) => r.ids))];
+    const since = new Date(Math.min(...batch.map((r) => r.created_at.getTime())));
+    const { rows } = await db.query<{ x: string; id: string | null; created: boolean }>(
+      `SELECT x, a.profile_id AS id, coalesce(p.created_at >= $3, false) AS created FROM unnest($2::text[]) x
+       LEFT JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x AND a.profile_id <> x
+       LEFT JOIN profiles p ON p.workspace_id = $1 AND p.profile_id = coalesce(a.profile_id, x)
+       WHERE a.profile_id IS NOT NULL OR p.created_at >= $3`,
+      [workspaceId, ids, since],
+    );
+    const profileOf = new Map(rows.flatMap((r) => (r.id === null ? [] : [[r.x, r.id] as const])));
+    const resolved =
+      profileOf.size === 0
+        ? batch
+        : batch.map((r) => ({ keys: r.keys, ids: r.ids.flatMap((x) => (profileOf.has(x) ? [x, profileOf.get(x)!] : [x])) }));
+    const all = profileOf.size === 0 ? ids : [...new Set(resolved.flatMap((r) => r.ids))];
+    const created = rows.filter((r) => r.created).flatMap((r) => (r.id === null ? [r.x] : [r.x, r.id]));
+    const scopes = batchScopes(resolved, created, all);
+    return {
+      users: all.length,
+      of: (s: StoredSegment) => scopes(s.definition, s.depends_on ?? []),
+    };
+  }
+}
