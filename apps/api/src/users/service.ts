@@ -70,12 +70,17 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
     }),
     prisma.event.aggregate({ where: { workspaceId, identityId: { in: ids } }, _min: { eventTime: true }, _max: { eventTime: true } }),
     prisma.groupMembership.findMany({ where: { workspaceId, profileId }, orderBy: { joinedAt: "asc" } }),
-    prisma.segmentMembership.findMany({ where: { workspaceId, profileId }, include: { segment: { select: { name: true } } } }),
+    prisma.segmentMembership.findMany({ where: { workspaceId, profileId } }),
     userRuns(prisma, workspaceId, profileId),
   ]);
-  const groups = memberships.length
-    ? await prisma.group.findMany({ where: { workspaceId, groupId: { in: memberships.map((m) => m.groupId) } } })
-    : [];
+  const [groups, segmentRows] = await Promise.all([
+    memberships.length ? prisma.group.findMany({ where: { workspaceId, groupId: { in: memberships.map((m) => m.groupId) } } }) : [],
+    segments.length
+      ? prisma.segment.findMany({ where: { workspaceId, id: { in: segments.map((m) => m.segmentId) } }, select: { id: true, name: true } })
+      : [],
+  ]);
+  // A segment deleted since its memberships were read is left out.
+  const segmentNames = new Map(segmentRows.map((s) => [s.id, s.name]));
   const groupTraits = new Map(groups.map((g) => [g.groupId, g.traits as Record<string, unknown>]));
   return {
     userId: profileId,
@@ -87,7 +92,10 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
     lastSeenAt: (span._max.eventTime ?? profile.createdAt).getTime(),
     recentEvents: events.map(toEventRecord),
     segments: segments
-      .map((m) => ({ segmentId: m.segmentId, name: m.segment.name, enteredAt: m.enteredAt.getTime() }))
+      .flatMap((m) => {
+        const name = segmentNames.get(m.segmentId);
+        return name === undefined ? [] : [{ segmentId: m.segmentId, name, enteredAt: m.enteredAt.getTime() }];
+      })
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
     journeyRuns,
   };

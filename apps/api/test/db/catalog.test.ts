@@ -135,7 +135,8 @@ describe("the migrated schema, read from the catalog", () => {
                 ORDER BY 1) AS global`,
     );
     expect(rows[0]!.tenant).toBeGreaterThan(20);
-    expect(rows[0]!.fks).toBeGreaterThanOrEqual(10);
+    // The segment engine's rows of a segment have none (prisma/schema.prisma): 7 are left.
+    expect(rows[0]!.fks).toBeGreaterThanOrEqual(5);
     // Every global table is classified; api_keys has workspace_id and is a reference table still.
     expect(rows[0]!.global).toEqual(
       Object.keys(GLOBAL_TABLES)

@@ -114,13 +114,20 @@ export async function evaluateSegment(
     timers AS (INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
       SELECT ${ws}, ${id}::uuid, profile_id, next_at FROM (
         SELECT profile_id, next_at::timestamptz(3) FROM r WHERE next_at IS NOT NULL EXCEPT SELECT profile_id, due_at FROM timed) n
+      WHERE EXISTS (SELECT FROM segment)
       ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at),
     untimed AS (${removing("segment_timers", sql`SELECT profile_id FROM timed EXCEPT SELECT profile_id FROM r WHERE next_at IS NOT NULL`)})`;
   // Only members and timed rows matter below (a full recompute holds those, not every profile).
+  // Rows are written only while the segment exists, and it is held (FOR KEY SHARE) until the
+  // statement's transaction ends: its rows have no foreign key (schema.prisma), so a deletion
+  // committed first leaves nothing to write, and one after waits, then removes what was written
+  // (its trigger). Once per statement, where a foreign key checked and locked it once per row.
   const statement = sql`WITH r AS MATERIALIZED (SELECT * FROM (${compiled}) x WHERE member OR next_at IS NOT NULL),
     members AS MATERIALIZED (${rowsOf("segment_memberships", "profile_id", memberCount)}),
+    segment AS MATERIALIZED (SELECT 1 FROM segments WHERE workspace_id = ${ws} AND id = ${id}::uuid FOR KEY SHARE),
     ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
       SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM (SELECT profile_id FROM r WHERE member EXCEPT SELECT profile_id FROM members) n
+      WHERE EXISTS (SELECT FROM segment)
       ORDER BY profile_id ON CONFLICT DO NOTHING RETURNING profile_id),
     del AS (${removing("segment_memberships", sql`SELECT profile_id FROM members EXCEPT SELECT profile_id FROM r WHERE member`)}
       RETURNING t.profile_id),
