@@ -24,11 +24,10 @@ const LANES = 2;
  * How often the segments reading no events take what arrived while those reading events drain
  * (ms): each pass costs a statement per segment whatever its size, so passes back to back would
  * take CPU from the other tier (measured: its changes then lagged about twice as long). Every
- * 500 ms rather than 250: under bench (c)'s heavy ingestion, ingestion kept 0.48 instead of 0.42
- * of its rate (counting catch-up; four interleaved runs each), with no clear change to (e)'s
- * freshness of a trait segment.
+ * 500 ms was tried: bench (e)'s trait segment then lagged longer (p50 239–667 ms instead of
+ * 210–251 ms in four interleaved runs), for no clear gain in (c).
  */
-const PROFILES_PERIOD_MS = 500;
+const PROFILES_PERIOD_MS = 250;
 /**
  * For how long a refresh goes on taking what arrived during its last pass (ms), before it ends
  * so that due timers and recomputes run (a pass reading a full batch is always followed by another).
