@@ -68,9 +68,12 @@ it("an evaluation racing its segment's deletion writes nothing once the deletion
   const deleting = (await t.admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
   await t.admin.query("BEGIN");
   await t.admin.query("DELETE FROM segments WHERE workspace_id = $1 AND id = $2", [w.ws, doomed]);
-  const evaluated = w.evaluate(doomed);
-  // Once the evaluation waits for the deletion, the deletion commits.
-  for (;;) {
+  let settled = false;
+  const evaluated = w.evaluate(doomed).finally(() => {
+    settled = true;
+  });
+  // Once the evaluation waits for the deletion (or, were it not to wait, has ended), the deletion commits.
+  while (!settled) {
     const { rows } = await t.db.pool.query<{ waiting: boolean }>(
       "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))) AS waiting",
       [deleting],

@@ -157,9 +157,7 @@ export class OutboxDrain {
     };
     let affected = await segmentsOf(rows);
     // More rows can wait only behind a full read (otherwise this pass already holds every one).
-    // Its users are counted as sent: only the batch the pass takes is resolved (resolveScope).
-    const touched = new Set(rows.flatMap((r) => r.ids)).size;
-    if (affected.length > 0 && rows.length === limit && bound.heavy > limit && (await this.heavyIngestion(db, workspaceId, touched))) {
+    if (affected.length > 0 && rows.length === limit && bound.heavy > limit && (await this.heavyIngestion(db, workspaceId, rows))) {
       // Heavy ingestion: the next batches would touch the same users again. One pass over many
       // waiting rows (each user evaluated once, whatever its number of events) costs about what
       // one batch does.
@@ -287,8 +285,13 @@ export class OutboxDrain {
     if (failure) throw failure.reason;
   }
 
-  private async heavyIngestion(db: pg.PoolClient, workspaceId: string, ids: number) {
+  /**
+   * Whether a full read's `batch` means heavy ingestion (SegmentEngineOptions.heavyIngestion). Its
+   * users are counted as sent: only the batch the pass then takes is resolved (resolveScope).
+   */
+  private async heavyIngestion(db: pg.PoolClient, workspaceId: string, batch: DrainedRow[]) {
     const { min, share } = this.options.heavyIngestion ?? { min: 2000, share: 0.5 };
+    const ids = new Set(batch.flatMap((r) => r.ids)).size;
     if (ids < min) return false;
     const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM profiles WHERE workspace_id = $1", [workspaceId]);
     return ids >= share * rows[0]!.n;
