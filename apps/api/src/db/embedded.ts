@@ -43,6 +43,17 @@ export interface StartEmbeddedOptions {
 }
 
 /**
+ * How a new cluster is created, whatever the environment's locale: UTF-8, and PostgreSQL's own
+ * C.UTF-8 locale (Unicode character classes, text ordered by code point, compared byte by byte).
+ * initdb otherwise takes the locale from LANG / LC_ALL: with none set (a minimal host, `env -i`)
+ * it made a SQL_ASCII cluster, which counts varchar lengths in bytes (a valid messageId of 60
+ * non-ASCII characters failed its commit with a 500) and refuses JSON escapes of non-ASCII
+ * characters; with a libc locale, every comparison of text keys went through strcoll. A cluster
+ * created before keeps its own.
+ */
+const INITDB_FLAGS = ["--encoding=UTF8", "--locale=C", "--locale-provider=builtin", "--builtin-locale=C.UTF-8"];
+
+/**
  * Loopback only, and settings for an ingestion-heavy single machine: more shared memory and WAL
  * buffering, rarer checkpoints (each one makes the next writes log full pages), and new WAL
  * segments created without writing 16 MB of zeros first: that write holds up every commit
@@ -160,6 +171,7 @@ export async function startEmbeddedPostgres(options: StartEmbeddedOptions): Prom
       createPostgresUser: asRoot,
       onLog: (m) => log(String(m).trim()),
       onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
+      initdbFlags: INITDB_FLAGS,
     }).initialise();
   }
   await waitForPreviousServer(databaseDir);
