@@ -82,7 +82,7 @@ export interface Bench {
 export async function startBench(): Promise<Bench> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "tidings-bench-segments-"));
   const flags = ["-c", "track_commit_timestamp=on"];
-  if (STATEMENTS) flags.push("-c", "shared_preload_libraries=pg_stat_statements");
+  if (STATEMENTS) flags.push("-c", "pg_stat_statements.track_planning=on", "-c", "shared_preload_libraries=pg_stat_statements");
   if (AUTO_EXPLAIN_MS) {
     if (STATEMENTS) flags.splice(-1, 1, "shared_preload_libraries=pg_stat_statements,auto_explain");
     else flags.push("-c", "shared_preload_libraries=auto_explain");
@@ -393,6 +393,7 @@ export function identifyEvent(messageId: string, userId: string, plan: string) {
 export async function printStatements(db: pg.Client) {
   const { rows } = await db.query(
     `SELECT calls, round(total_exec_time)::int8 AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms, rows,
+       round(total_plan_time)::int8 AS plan_ms,
        regexp_replace(query, '\\s+', ' ', 'g') AS query
      FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 25`,
   );
@@ -402,7 +403,7 @@ export async function printStatements(db: pg.Client) {
     const end = q.indexOf(" AS member,");
     const member = end < 0 ? undefined : q.slice(q.lastIndexOf("SELECT p.profile_id, ", end) + 21, end);
     const what = member ? `segment evaluation, member = ${member.slice(0, 160)}` : r.query.slice(0, 200);
-    console.log(`  ${r.total_ms} ms total, ${r.calls} calls, ${r.mean_ms} ms mean, ${r.rows} rows: ${what}`);
+    console.log(`  ${r.total_ms} ms total (and ${r.plan_ms} ms planning), ${r.calls} calls, ${r.mean_ms} ms mean, ${r.rows} rows: ${what}`);
   }
 }
 
