@@ -1,7 +1,9 @@
 // A segment's rows of the segment engine (memberships, their changes, timers) have no foreign key
 // to it (prisma/schema.prisma): a trigger deletes them with it, and an evaluation writes them
-// only while the segment exists (src/segments/engine/evaluate.ts), even when the two race.
+// only while the segment exists (src/segments/engine/evaluate.ts), even when the two race. Two
+// evaluations of one segment that overlap (its workspace's lock lost) record nothing twice.
 import { SegmentDefinition } from "@tidings/schema";
+import type pg from "pg";
 import { expect, it } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import { evaluateSegment } from "../../src/segments/engine/evaluate.ts";
@@ -30,8 +32,8 @@ async function world(name: string) {
     );
     return rows[0]!.id;
   };
-  const evaluate = (id: string) =>
-    evaluateSegment(t.db.pool, { workspaceId: ws, id, definition: seenLastMinute }, new Map(), new Date(), USERS);
+  const evaluate = (id: string, db: Pick<pg.ClientBase, "query"> = t.db.pool) =>
+    evaluateSegment(db, { workspaceId: ws, id, definition: seenLastMinute }, new Map(), new Date(), USERS);
   // The segment's rows in each table.
   const rowsOf = async (id: string) => {
     const count = async (table: string) =>
@@ -73,15 +75,40 @@ it("an evaluation racing its segment's deletion writes nothing once the deletion
     settled = true;
   });
   // Once the evaluation waits for the deletion (or, were it not to wait, has ended), the deletion commits.
-  while (!settled) {
-    const { rows } = await t.db.pool.query<{ waiting: boolean }>(
-      "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))) AS waiting",
-      [deleting],
-    );
-    if (rows[0]!.waiting) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await untilBlockedBy(deleting, () => settled);
   await t.admin.query("COMMIT");
   expect(await evaluated).toEqual({ entered: 0, exited: 0, signals: 0 });
   expect(await w.rowsOf(doomed)).toEqual(none);
 });
+
+it("of two evaluations of one segment at once, the later fails on the primary key: each enter is recorded once", async () => {
+  const w = await world("overlap");
+  const id = await w.segment("overlapping");
+  // The first evaluation's enters, not yet committed.
+  const first = (await t.admin.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+  await t.admin.query("BEGIN");
+  expect(await w.evaluate(id, t.admin)).toEqual({ entered: 2, exited: 0, signals: 0 });
+  let settled = false;
+  const second = w.evaluate(id).finally(() => {
+    settled = true;
+  });
+  await untilBlockedBy(first, () => settled);
+  await t.admin.query("COMMIT");
+  await expect(second).rejects.toMatchObject({ code: "23505" }); // unique_violation: its refresh is retried
+  expect(await w.rowsOf(id)).toEqual(both);
+  // Retried, it finds nothing to change.
+  expect(await w.evaluate(id)).toEqual({ entered: 0, exited: 0, signals: 0 });
+  expect(await w.rowsOf(id)).toEqual(both);
+});
+
+/** Polls until a session waits for the backend `pid` (or `settled()`: it ended without waiting). */
+async function untilBlockedBy(pid: number, settled: () => boolean) {
+  while (!settled()) {
+    const { rows } = await t.db.pool.query<{ waiting: boolean }>(
+      "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))) AS waiting",
+      [pid],
+    );
+    if (rows[0]!.waiting) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -122,13 +122,17 @@ export async function evaluateSegment(
   // statement's transaction ends: its rows have no foreign key (schema.prisma), so a deletion
   // committed first leaves nothing to write, and one after waits, then removes what was written
   // (its trigger). Once per statement, where a foreign key checked and locked it once per row.
+  // Enters are plain inserts: a segment's evaluations are serialized (the workspace's lock), and
+  // were two ever to overlap (a lock whose session died while a lane still ran), the later one
+  // fails on the primary key and its refresh is retried, recording nothing twice. ON CONFLICT DO
+  // NOTHING cost a fifth to a third of the insert (measured: 5 000 enters 56–80 ms, 41–55 without).
   const statement = sql`WITH r AS MATERIALIZED (SELECT * FROM (${compiled}) x WHERE member OR next_at IS NOT NULL),
     members AS MATERIALIZED (${rowsOf("segment_memberships", "profile_id", memberCount)}),
     segment AS MATERIALIZED (SELECT 1 FROM segments WHERE workspace_id = ${ws} AND id = ${id}::uuid FOR KEY SHARE),
     ins AS (INSERT INTO segment_memberships (workspace_id, segment_id, profile_id, entered_at)
       SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM (SELECT profile_id FROM r WHERE member EXCEPT SELECT profile_id FROM members) n
       WHERE EXISTS (SELECT FROM segment)
-      ORDER BY profile_id ON CONFLICT DO NOTHING RETURNING profile_id),
+      ORDER BY profile_id RETURNING profile_id),
     del AS (${removing("segment_memberships", sql`SELECT profile_id FROM members EXCEPT SELECT profile_id FROM r WHERE member`)}
       RETURNING t.profile_id),
     changes AS (INSERT INTO segment_membership_changes (workspace_id, segment_id, profile_id, entered, at)
