@@ -11,17 +11,18 @@ import { SegmentDefinition } from "@tidings/schema";
 import { createWorkspace } from "../../src/auth/service.ts";
 import { compileSegment, segmentInputs } from "../../src/segments/engine/compile.ts";
 import { scopedRows } from "../../src/segments/engine/evaluate.ts";
-import { eventsRead, withScopeEvents } from "../../src/segments/engine/scope-events.ts";
+import { eventsRead, withScopeCopy } from "../../src/segments/engine/scope-events.ts";
 
 import { testDatabase } from "./support.ts";
 
 const t = testDatabase();
 
-type Plan = { "Node Type": string; "Index Name"?: string; Plans?: Plan[] };
+type Plan = { "Node Type": string; "Index Name"?: string; "Relation Name"?: string; Plans?: Plan[] };
 
 /** The nodes of a plan (EXPLAIN's JSON), all levels. */
 const nodes = (plan: Plan): Plan[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 const nodeTypes = (plan: Plan) => nodes(plan).map((n) => n["Node Type"]);
+const relations = (plan: Plan) => nodes(plan).flatMap((n) => n["Relation Name"] ?? []);
 
 async function explain(client: Pick<pg.PoolClient, "query">, query: { text: string; values: unknown[] }): Promise<Plan> {
   const { rows } = await client.query({ text: `EXPLAIN (FORMAT JSON) ${query.text}`, values: query.values });
@@ -29,7 +30,7 @@ async function explain(client: Pick<pg.PoolClient, "query">, query: { text: stri
 }
 
 describe("a segment evaluated over a drain's copy of the events, in a workspace the statistics do not know", () => {
-  it("is joined to its profiles by hash, not by a nested loop", async () => {
+  it("reads its profiles from the copy too, and joins them by hash, not by a nested loop", async () => {
     const known = (await createWorkspace(t.db.prisma, "analyzed")).workspace.id;
     await t.admin.query("INSERT INTO profiles (workspace_id, profile_id) SELECT $1, 'k-' || i FROM generate_series(1, 5000) i", [known]);
     await t.admin.query("ANALYZE profiles; ANALYZE events");
@@ -54,12 +55,15 @@ describe("a segment evaluated over a drain's copy of the events, in a workspace 
     });
     const client = await t.db.pool.connect();
     try {
-      const types = await withScopeEvents(client, ws, users, [eventsRead(definition)!], async (table) => {
-        const { query } = compileSegment(definition, new Map(), segmentInputs(ws, "s", new Date(), users), { table, exact: true });
-        return nodeTypes(await explain(client, query));
+      const plan = await withScopeCopy(client, ws, users, [eventsRead(definition)!], async (copy) => {
+        const { query } = compileSegment(definition, new Map(), segmentInputs(ws, "s", new Date(), users), { ...copy, exact: true });
+        return explain(client, query);
       });
-      expect(types).toContain("Hash Join");
-      expect(types).not.toContain("Nested Loop");
+      expect(nodeTypes(plan)).toContain("Hash Join");
+      expect(nodeTypes(plan)).not.toContain("Nested Loop");
+      // Its profiles are read from the copy as well: each segment of a drain looked them up again.
+      expect(relations(plan)).toEqual(expect.arrayContaining(["tidings_scope_events", "tidings_scope_profiles"]));
+      expect(relations(plan)).not.toContain("profiles");
     } finally {
       client.release();
     }

@@ -11,14 +11,16 @@ export interface Condition {
   flips: Sql[];
 }
 
-/** A drain's copy of the events of the profiles it evaluates (scope-events.ts). */
-export interface ScopeEvents {
-  /** The copy: every event the definition reads of the profiles in scope, with the profile each belongs to. */
-  table: Sql;
+/** A drain's copy of what the profiles it evaluates are evaluated on (scope-events.ts). */
+export interface ScopeCopy {
+  /** Every event the definition reads of the profiles in scope, with the profile each belongs to. */
+  events: Sql;
+  /** The profiles in scope (profile_id, traits), read instead of `profiles`. */
+  profiles: Sql;
   /**
-   * It holds the events of the profiles in scope only. Otherwise (other segments of the drain
-   * read it for more profiles) each node keeps its scope's rows: rows of other profiles would
-   * only be aggregated for nothing (the query keeps the profiles in scope).
+   * It holds the profiles in scope only. Otherwise (other segments of the drain read it for more
+   * profiles) the query and each node keep their scope's rows: rows of other profiles would only
+   * be evaluated and aggregated for nothing.
    */
   exact: boolean;
 }
@@ -28,8 +30,8 @@ export interface NodeScope {
   readonly inputs: SegmentInputs;
   /** The query runs for a list of profiles (an incremental evaluation), not the whole workspace. */
   readonly scoped: boolean;
-  /** A drain's copy of the scope's events, read instead of `events`; or null. */
-  readonly events: ScopeEvents | null;
+  /** A drain's copy of the scope's events and profiles, read instead of `events` and `profiles`; or null. */
+  readonly copy: ScopeCopy | null;
   readonly groups: SubscriptionGroupTypes;
   /** The name of the node's CTE, unique in the query (`<alias>t` for a second one). */
   readonly alias: Sql;
@@ -123,12 +125,12 @@ function properties(conds: PropertyCondition[] | undefined, at: NodeScope): Cond
  * every id): LATERAL … OFFSET 0 keeps the lookup per id, the other conditions stay outside it,
  * and the workspace comes from the id's row, a value the planner cannot know, so it costs every
  * index by its average selectivity. A drain evaluating several such segments has copied those
- * events once, with their profile ids (`at.events`, scope-events.ts): they are read from the copy.
+ * events once, with their profile ids (`at.copy`, scope-events.ts): they are read from the copy.
  */
 const eventsOf = (at: NodeScope, filter: Sql, since = none) => {
-  if (at.events) {
-    const mine = at.events.exact ? none : sql` AND e.profile_id = ANY(${at.inputs.scope}::text[])`;
-    return sql`${at.events.table} e WHERE ${filter}${mine}${since}`;
+  if (at.copy) {
+    const mine = at.copy.exact ? none : sql` AND e.profile_id = ANY(${at.inputs.scope}::text[])`;
+    return sql`${at.copy.events} e WHERE ${filter}${mine}${since}`;
   }
   if (at.scoped)
     return sql`ids i CROSS JOIN LATERAL (SELECT i.profile_id, e.* FROM events e

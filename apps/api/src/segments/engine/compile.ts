@@ -10,7 +10,7 @@
 import { manualSegmentDefinition, SegmentDefinition, type SegmentNode } from "@tidings/schema";
 import { join, type Param, param, raw, type Sql, sql } from "../../db/sql.ts";
 import { outboxKey } from "../../outbox/index.ts";
-import { type Condition, compileNode, least, type ScopeEvents } from "./compile-nodes.ts";
+import { type Condition, compileNode, least, type ScopeCopy } from "./compile-nodes.ts";
 
 /** What a compiled query is evaluated for, as parameters the statement around it may use too. */
 export interface SegmentInputs {
@@ -59,17 +59,18 @@ export interface CompiledSegment {
 
 /**
  * The query of `def` for `inputs`: for the profiles of `inputs.scope`, or every profile when it is
- * null. `events`, with a scope, is a table holding every event of the scope's profiles the
- * definition reads (scope-events.ts), read instead of `events`.
+ * null. `copy`, with a scope, holds the scope's profiles and every event of theirs the
+ * definition reads (scope-events.ts), read instead of `profiles` and `events`.
  */
 export function compileSegment(
   def: SegmentDefinition,
   groups: SubscriptionGroupTypes,
   inputs: SegmentInputs,
-  events: ScopeEvents | null = null,
+  copy: ScopeCopy | null = null,
 ): CompiledSegment {
   const { workspaceId, scope } = inputs;
   const scoped = scope.value !== null;
+  const copied = scoped ? copy : null;
   const byId = nodesById(def);
   const ctes: Sql[] = [];
   const joins: Sql[] = [];
@@ -77,7 +78,7 @@ export function compileSegment(
     compileNode(n, {
       inputs,
       scoped,
-      events: scoped ? events : null,
+      copy: copied,
       groups,
       alias: raw(`n${ctes.length}`),
       child: (id) => compile(byId.get(id)!),
@@ -99,10 +100,16 @@ export function compileSegment(
     UNION ALL
     SELECT a.workspace_id, a.profile_id, a.alias_id FROM profile_aliases a
     WHERE a.workspace_id = ${workspaceId} AND ${inScope("a.profile_id")})`;
-  const query = sql`WITH ${join([ids, ...ctes], ",\n")}
+  // The profiles evaluated: the drain's copy of them (read by each segment of the drain, where
+  // each looked its profiles up again), or the table.
+  const [profiles, inProfiles] = copied
+    ? [copied.profiles, copied.exact ? raw("true") : sql`p.profile_id = ANY(${scope}::text[])`]
+    : [raw("profiles"), sql`p.workspace_id = ${workspaceId} AND ${inScope("p.profile_id")}`];
+  const withs = copied ? ctes : [ids, ...ctes];
+  const query = sql`${withs.length > 0 ? sql`WITH ${join(withs, ",\n")}` : raw("")}
     SELECT p.profile_id, ${root.cond} AS member, ${least(root.flips)} AS next_at
-    FROM profiles p ${join(joins, "\n    ")}
-    WHERE p.workspace_id = ${workspaceId} AND ${inScope("p.profile_id")}`;
+    FROM ${profiles} p ${join(joins, "\n    ")}
+    WHERE ${inProfiles}`;
   return { query, timed: root.flips.length > 0 };
 }
 

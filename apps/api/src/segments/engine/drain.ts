@@ -7,12 +7,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import { type OutboxHandOff, outboxKey } from "../../outbox/index.ts";
 import { inTransaction } from "../../db/transaction.ts";
-import type { ScopeEvents } from "./compile-nodes.ts";
+import type { ScopeCopy } from "./compile-nodes.ts";
 import { DrainProgress, type DrainedRow, type DrainTier } from "./drain-progress.ts";
 import { evaluateSegment, subscriptionGroupTypes } from "./evaluate.ts";
 import type { SegmentEngineOptions } from "./index.ts";
 import { batchScopes, narrowScope } from "./scope.ts";
-import { type EventsRead, evaluationUnits, eventsRead, withScopeEvents } from "./scope-events.ts";
+import { type EventsRead, evaluationUnits, eventsRead, withScopeCopy } from "./scope-events.ts";
 import type { StoredSegment, StoredSegments } from "./stored.ts";
 
 /** Outbox rows drained per pass, and per pass under heavy ingestion (bounded: a backlog after a
@@ -169,9 +169,9 @@ export class OutboxDrain {
     let signalled = 0;
     if (scope) {
       const groups = await subscriptionGroupTypes(db, workspaceId);
-      const evaluate = async (lane: pg.PoolClient, w: Work, events?: ScopeEvents) => {
+      const evaluate = async (lane: pg.PoolClient, w: Work, copy?: ScopeCopy) => {
         const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
-        const options = { events, memberCount: w.s.member_count };
+        const options = { copy, memberCount: w.s.member_count };
         signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, options)).signals;
       };
       const candidates = affected
@@ -202,14 +202,14 @@ export class OutboxDrain {
               continue;
             }
             const ids = [...new Set(unit.flatMap((w) => w.ids))];
-            await withScopeEvents(
+            await withScopeCopy(
               lane,
               workspaceId,
               ids,
               unit.flatMap((w) => w.reads ?? []),
-              async (table) => {
+              async (copy) => {
                 // A segment evaluated for every profile of the copy reads all of it.
-                for (const w of unit) await evaluate(lane, w, { table, exact: w.ids.length === ids.length });
+                for (const w of unit) await evaluate(lane, w, { ...copy, exact: w.ids.length === ids.length });
               },
             );
           }

@@ -6,7 +6,7 @@ import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { type Param, raw, type Sql, sql } from "../../db/sql.ts";
 import { compileSegment, type SubscriptionGroupTypes, segmentInputs, storedSegmentDefinition } from "./compile.ts";
-import type { ScopeEvents } from "./compile-nodes.ts";
+import type { ScopeCopy } from "./compile-nodes.ts";
 
 export interface SegmentToEvaluate {
   workspaceId: string;
@@ -64,8 +64,8 @@ const onlyIn = (ws: Param | string) => sql`t.workspace_id = (SELECT ${ws}::uuid)
 export interface EvaluateOptions {
   /** A full recompute (`scope` null) sets these and `lastRecomputed`, if the stored definition is still `definitionUpdatedAt`. */
   full?: { definitionUpdatedAt: Date; dependsOn: string[] };
-  /** With a scope: a drain's copy of the scope's events the definition reads (scope-events.ts), read instead of `events`. */
-  events?: ScopeEvents;
+  /** With a scope: a drain's copy of the scope's profiles and of their events the definition reads (scope-events.ts). */
+  copy?: ScopeCopy;
   /** With a scope: the segment's member count, as last known (how its members are read: scopedRows). */
   memberCount?: number;
 }
@@ -81,11 +81,11 @@ export async function evaluateSegment(
   groups: SubscriptionGroupTypes,
   now: Date,
   scope: string[] | null,
-  { full, events, memberCount }: EvaluateOptions = {},
+  { full, copy, memberCount }: EvaluateOptions = {},
 ): Promise<Evaluated> {
   const inputs = segmentInputs(segment.workspaceId, segment.id, now, scope);
   const { workspaceId: ws, segmentId: id, now: at } = inputs;
-  const { query: compiled, timed } = compileSegment(segment.definition, groups, inputs, events ?? null);
+  const { query: compiled, timed } = compileSegment(segment.definition, groups, inputs, copy ?? null);
   // Each table's rows of the segment in scope (all of the segment's, for a full recompute), read
   // once; what changes is found by set operations against them (hashed,
   // linear whatever the planner believes of the sizes: an anti-join against r, on the estimates of

@@ -3,15 +3,17 @@
 // time) index: under heavy ingestion that is most of a drain's cost, paid once per segment for
 // the same users. A drain with several such segments instead copies the events of its scope's
 // profiles once, with the profile each belongs to, into a temporary table of the connection
-// evaluating them, and each of those segments reads its users' rows of the copy (`events` of
-// compileSegment): one scan and one hash aggregate, no lookups.
+// evaluating them, and each of those segments reads its users' rows of the copy (`copy` of
+// compileSegment): one scan and one hash aggregate, no lookups. The scope's profiles are copied
+// too, beside their events, so that each segment no longer looks its profiles up again.
 //
-// The copy is taken after the drained outbox rows were read, so it holds every event they stand
-// for; an event committed later is in the next drain, whose segments are evaluated again.
+// The copy is taken after the drained outbox rows were read, so it holds every event and profile
+// they stand for; a change committed later is in the next drain, whose segments are evaluated again.
 import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
-import { raw, type Sql, sql } from "../../db/sql.ts";
+import { raw, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
+import type { ScopeCopy } from "./compile-nodes.ts";
 import { nodesById } from "./compile.ts";
 
 /** The events a definition reads: track events by name, and identifies (a Trait node with HasBeen). */
@@ -62,21 +64,21 @@ export function evaluationUnits<T extends { reads: EventsRead | null; ids: strin
 /** The session's buffers for temporary tables, the copy's (set once per session: never changed back). */
 const TEMP_BUFFERS = "128MB";
 
-/** The copy, in the session's own schema of temporary tables. */
-const COPY = raw("pg_temp.tidings_scope_events");
+/** The copy's tables, in the session's own schema of temporary tables. */
+const COPY = { events: raw("pg_temp.tidings_scope_events"), profiles: raw("pg_temp.tidings_scope_profiles") };
 
 /**
- * Runs `fn` with a copy, on `db`'s session, of the events of the profiles `ids` (their own and
- * their aliases') that any of `reads` reads, each with the profile it belongs to; `fn` gets the
- * table to read instead of `events`. The copy, and the session's settings for reading it (a
- * larger work_mem, hashing rather than sorting), end with `fn`.
+ * Runs `fn` with a copy, on `db`'s session, of the profiles `ids` and of their events (their own
+ * and their aliases') that any of `reads` reads, each with the profile it belongs to; `fn` gets
+ * the tables to read instead of `profiles` and `events`. The copy, and the session's settings for
+ * reading it (a larger work_mem, hashing rather than sorting), end with `fn`.
  */
-export async function withScopeEvents<T>(
+export async function withScopeCopy<T>(
   db: pg.PoolClient,
   workspaceId: string,
   ids: string[],
   reads: EventsRead[],
-  fn: (events: Sql) => Promise<T>,
+  fn: (copy: Omit<ScopeCopy, "exact">) => Promise<T>,
 ): Promise<T> {
   const names = [...new Set(reads.flatMap((r) => r.names))];
   const identifies = reads.some((r) => r.identifies);
@@ -93,10 +95,13 @@ export async function withScopeEvents<T>(
   // read once each, in order, whatever the statistics say (no scan of the table or of the
   // workspace's events by time or name): under heavy ingestion the scope is most of the
   // workspace's users, and reading each identity's events one lookup at a time cost 1.6 times as
-  // much (measured: 247 ms instead of 157 ms per copy of about 49 000 events).
+  // much (measured: 247 ms instead of 157 ms per copy of about 49 000 events). The profiles, in
+  // the same transaction (one snapshot for both), by their primary key.
   await inTransaction(db, async () => {
     await db.query("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off");
-    await db.query(sql`CREATE TEMPORARY TABLE ${COPY} AS
+    await db.query(sql`CREATE TEMPORARY TABLE ${COPY.profiles} AS
+      SELECT profile_id, traits FROM profiles WHERE workspace_id = ${workspaceId} AND profile_id = ANY(${ids}::text[])`);
+    await db.query(sql`CREATE TEMPORARY TABLE ${COPY.events} AS
       SELECT coalesce(m.profile_id, e.identity_id) AS profile_id, e.type, e.event, e.event_time, e.message_id, e.payload
       FROM (SELECT e.identity_id, e.type, e.event, e.event_time, e.message_id, e.payload FROM events e
             WHERE e.workspace_id = ${workspaceId} AND e.identity_id = ANY(${identities}::text[]) OFFSET 0) e
@@ -105,7 +110,7 @@ export async function withScopeEvents<T>(
       WHERE (e.type = 'track' AND e.event = ANY(${names}::text[])) OR (${identifies}::boolean AND e.type = 'identify')`);
   });
   const drop = async () => {
-    await db.query(sql`DROP TABLE ${COPY}`);
+    await db.query(sql`DROP TABLE ${COPY.events}, ${COPY.profiles}`);
     await db.query("RESET work_mem; RESET enable_sort; RESET enable_nestloop");
   };
   let value: T;
