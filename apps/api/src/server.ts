@@ -5,6 +5,7 @@ import { KeyStore } from "./auth/keys.ts";
 import { type Config, ConfigError, type ResolvedConfig } from "./config.ts";
 import { createDb } from "./db/client.ts";
 import type { EmbeddedDatabase } from "./db/embedded.ts";
+import { encodingWarning } from "./db/encoding.ts";
 import { migrate } from "./db/migrate.ts";
 import { buildApp } from "./http/app.ts";
 import type { AppContext } from "./http/context.ts";
@@ -170,6 +171,8 @@ export async function startTidings(baseConfig: Config, log: (msg: string) => voi
       if (applied.length) log(`applied ${applied.length} migration(s)`);
     }
     ctx = createContext(config, databaseUrl);
+    const encoding = await encodingWarning(ctx.db.pool);
+    if (encoding) log(encoding);
     await verifySecretKey(ctx.db.prisma, config, log);
     const created = await ensureDefaultWorkspace(config, ctx.db);
     const app = await buildApp(ctx);
