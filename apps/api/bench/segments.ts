@@ -73,7 +73,8 @@
 // BENCH_ROUNDS (rounds of (c) per workspace, default 3), BENCH_EXPLAIN=1 (print the EXPLAIN
 // ANALYZE of (a)'s compiled queries; also printed when a recompute misses its target),
 // BENCH_SERVER_JS (the server's entry point, default dist/main.js; e.g. a patched copy inside
-// apps/api), BENCH_STATEMENTS=1 (load pg_stat_statements; print each phase's costliest statements),
+// apps/api), BENCH_STATEMENTS=1 (load pg_stat_statements; print each phase's costliest statements,
+// with their planning time),
 // BENCH_AUTO_EXPLAIN_MS=n (load auto_explain: plans of statements slower than n ms), BENCH_PG_LOG=file
 // (where PostgreSQL's log, those plans included, is appended), BENCH_KEEP=1 (leave PostgreSQL running
 // at the end, for experiments, until SIGINT/SIGTERM).

@@ -16,7 +16,7 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-/** Runs `fn` with no locale in the environment (as in the image), restoring it after. */
+/** Runs `fn` with no locale in the environment (as on a minimal host), restoring it after. */
 async function withoutLocale<T>(fn: () => Promise<T>): Promise<T> {
   const saved = Object.entries(process.env).filter(([k]) => k === "LANG" || k === "LANGUAGE" || k.startsWith("LC_"));
   for (const [k] of saved) delete process.env[k];
