@@ -13,7 +13,10 @@ export interface Condition {
 
 /** A drain's copy of what the profiles it evaluates are evaluated on (scope-events.ts). */
 export interface ScopeCopy {
-  /** Every event the definition reads of the profiles in scope, with the profile each belongs to. */
+  /**
+   * Every event the definition reads of the profiles in scope, with the profile each belongs to:
+   * not its payload, only what segments read of it (`properties` of a track, `traits` of an identify).
+   */
   events: Sql;
   /** The profiles in scope (profile_id, traits), read instead of `profiles`. */
   profiles: Sql;
@@ -104,8 +107,11 @@ function operator(op: SegmentOperator | PropertyOperator, v: Sql, now: Sql, once
 /** Every condition on the properties of the event `e`. */
 function properties(conds: PropertyCondition[] | undefined, at: NodeScope): Condition {
   const now = sql`${at.inputs.now}::timestamptz`;
-  // One lookup from the payload down (not a copy of the properties object first, per condition and row).
-  const parts = (conds ?? []).map((x) => operator(x.operator, sql`(e.payload #> ${textPath(`properties.${x.path}`)})`, now));
+  // One lookup from the payload down (not a copy of the properties object first, per condition
+  // and row); a drain's copy holds the properties alone.
+  const lookup = (path: string) =>
+    at.copy ? sql`(e.properties #> ${textPath(path)})` : sql`(e.payload #> ${textPath(`properties.${path}`)})`;
+  const parts = (conds ?? []).map((x) => operator(x.operator, lookup(x.path), now));
   const cond = parts.length
     ? join(
         parts.map((x) => x.cond),
@@ -153,8 +159,10 @@ function hasBeen(n: NodeOf<"Trait">, op: Extract<SegmentOperator, { type: "HasBe
   const now = sql`${at.inputs.now}::timestamptz`;
   const value = jsonb(op.value);
   const path = textPath(n.path);
-  const setsIt = sql`e.type = 'identify' AND (e.payload -> 'traits') ? ${n.path.split(".")[0]}::text`;
-  const toValue = sql`coalesce((e.payload -> 'traits') #> ${path} = ${value}, false)`;
+  // A drain's copy holds the identify's traits alone.
+  const traits = at.copy ? sql`e.traits` : sql`(e.payload -> 'traits')`;
+  const setsIt = sql`e.type = 'identify' AND ${traits} ? ${n.path.split(".")[0]}::text`;
+  const toValue = sql`coalesce(${traits} #> ${path} = ${value}, false)`;
   // An identify setting the value counts if no identify after it set anything else.
   at.cte(sql`${alias} AS (
         SELECT profile_id, min(event_time) FILTER (WHERE to_value AND (last_other IS NULL OR event_time >= last_other)) AS since
