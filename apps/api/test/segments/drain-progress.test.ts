@@ -22,4 +22,18 @@ describe("a drain's progress", () => {
     expect({ events: progress.doneBy("events"), profiles: progress.doneBy("profiles") }).toEqual({ events: ["2"], profiles: [] });
     expect(progress.drained).toBe(1);
   });
+
+  it("keeps a row's resolved ids from the first tier that read it for the other, and forgets them once both applied it", () => {
+    const progress = new DrainProgress();
+    const [a, b] = [row("1"), row("2")];
+    const resolution = { ids: ["ann", "ann-profile"], created: ["ann"] };
+    progress.resolved(a.id, resolution);
+    progress.resolved(b.id, { ids: ["ann"], created: [] });
+    progress.mark("profiles", [a, b]);
+    // The events tier reads both rows next: it finds them resolved.
+    expect(progress.resolution(a.id)).toEqual(resolution);
+    expect(progress.mark("events", [a])).toEqual([a]);
+    expect(progress.resolution(a.id)).toBeUndefined();
+    expect(progress.resolution(b.id)).toEqual({ ids: ["ann"], created: [] });
+  });
 });

@@ -34,15 +34,20 @@ it("applies a trait change to the segments reading no events while those reading
   timeout: 30_000,
 }, async () => {
   const ws = (await createWorkspace(db.prisma, "drain-tiers")).workspace.id;
-  const segment = async (name: string, entryNode: unknown) =>
+  const segment = async (name: string, entryNode: unknown, nodes: unknown[] = []) =>
     (
       await admin.query<{ id: string }>(
         "INSERT INTO segments (workspace_id, id, name, definition) VALUES ($1, gen_random_uuid(), $2, $3) RETURNING id",
-        [ws, name, JSON.stringify({ entryNode, nodes: [] })],
+        [ws, name, JSON.stringify({ entryNode, nodes })],
       )
     ).rows[0]!.id;
   const pro = await segment("pro", { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value: "pro" } });
   const bought = await segment("bought", { type: "Performed", id: "b", event: "Bought", times: 1, timesOperator: ">=" });
+  // Reads events and the plan: Ann's change below concerns both tiers.
+  const proBuyers = await segment("pro-buyers", { type: "And", id: "a", children: ["p", "b"] }, [
+    { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value: "pro" } },
+    { type: "Performed", id: "b", event: "Bought", times: 1, timesOperator: ">=" },
+  ]);
   await admin.query(`INSERT INTO profiles (workspace_id, profile_id, traits) VALUES ($1, 'ann', '{"plan": "free"}'), ($1, 'bob', '{}')`, [
     ws,
   ]);
@@ -102,9 +107,32 @@ it("applies a trait change to the segments reading no events while those reading
     (await admin.query<{ ids: string[] }>("SELECT ids FROM segment_outbox WHERE workspace_id = $1", [ws])).rows.map((r) => r.ids);
   expect(await left()).toEqual([["ann"]]);
   const before = passes.length;
-  await engine.refresh(ws);
+  const resolving = await statementsWhile(/LEFT JOIN profile_aliases a ON a\.workspace_id = \$1 AND a\.alias_id = x/, () =>
+    engine.refresh(ws),
+  );
   expect(await left()).toEqual([]);
-  // The tier reading no events remembers it applied that row: only the other reads it again.
+  // The tier reading no events remembers it applied that row: only the other reads it again, and
+  // takes the row's ids as that tier resolved them, without resolving them again.
   expect(passes.slice(before)).toEqual(["events"]);
+  expect(resolving).toBe(0);
   expect(await members(pro)).toEqual(["ann"]);
+  expect(await members(proBuyers)).toEqual([]);
 });
+
+/** How many statements matching `text` any connection sent while `fn` ran. */
+async function statementsWhile(text: RegExp, fn: () => Promise<unknown>): Promise<number> {
+  const query = pg.Client.prototype.query;
+  let n = 0;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const statement = args[0];
+    const sqlText = typeof statement === "string" ? statement : (statement as { text?: string } | undefined)?.text;
+    if (sqlText && text.test(sqlText)) n++;
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  try {
+    await fn();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+  return n;
+}

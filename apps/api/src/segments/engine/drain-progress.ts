@@ -6,6 +6,14 @@ import type { OutboxRow } from "../../outbox/index.ts";
 /** An outbox row as the engine drains it: with the instant of the transaction that wrote it. */
 export type DrainedRow = OutboxRow & { created_at: Date };
 
+/** An outbox row's ids as resolved for the segments (OutboxDrain.resolveScope). */
+export interface ResolvedRow {
+  /** Its ids as sent, each followed by the profile it belongs to now when that is another. */
+  ids: string[];
+  /** Those of its ids whose profile was created since the row (in its commit, or after). */
+  created: string[];
+}
+
 /**
  * The two kinds of segment a refresh drains the outbox for apart, at once, each on its own
  * connection: those reading no events (a user's profile, assignments, manual members: a few
@@ -28,6 +36,8 @@ export class DrainProgress {
    * the outbox meanwhile would apply them again).
    */
   private removing = new Set<string>();
+  /** Each waiting row's ids as the first tier to read it resolved them: the other reuses them. */
+  private resolutions = new Map<string, ResolvedRow>();
   /** Outbox rows done by both tiers, in all. */
   drained = 0;
 
@@ -43,12 +53,23 @@ export class DrainProgress {
     ]);
     const waiting = new Set(rows.map((r) => r.id));
     for (const set of Object.values(this.done)) for (const id of set) if (!waiting.has(id)) set.delete(id);
+    for (const id of this.resolutions.keys()) if (!this.done.profiles.has(id) && !this.done.events.has(id)) this.resolutions.delete(id);
     return waiting.size > 0;
   }
 
   /** The ids of the rows `tier` did and the other has not yet, and of those being deleted. */
   doneBy(tier: DrainTier): string[] {
     return [...this.done[tier], ...this.removing];
+  }
+
+  /** The row's ids as resolved by a tier, if one did. */
+  resolution(id: string): ResolvedRow | undefined {
+    return this.resolutions.get(id);
+  }
+
+  /** Keeps the row's resolved ids for the other tier (forgotten once both applied the row). */
+  resolved(id: string, resolution: ResolvedRow) {
+    this.resolutions.set(id, resolution);
   }
 
   /** Records `rows` as done by `tier`: the rows now done by both, to delete (then `removed`). */
@@ -60,6 +81,7 @@ export class DrainProgress {
       else {
         other.delete(r.id);
         this.removing.add(r.id);
+        this.resolutions.delete(r.id);
       }
     }
     this.drained += both.length;

@@ -165,7 +165,7 @@ export class OutboxDrain {
       rows = (await read(`LIMIT ${limit}`)).rows;
       affected = await segmentsOf(rows);
     }
-    const scope = affected.length > 0 ? await this.resolveScope(db, workspaceId, rows) : null;
+    const scope = affected.length > 0 ? await this.resolveScope(db, workspaceId, rows, progress) : null;
     let signalled = 0;
     if (scope) {
       const groups = await subscriptionGroupTypes(db, workspaceId);
@@ -303,26 +303,36 @@ export class OutboxDrain {
    * linked id's old memberships leave). A segment that could hold for a user with no data at all
    * (it depends on `*`: Everyone, RandomBucket, `Performed … < n`, `Not`) changes for a profile
    * that existed before only through its other keys or a `*` change; it also takes the profiles
-   * the batch created (their `created_at` is the transaction's, as is their outbox row's).
+   * created since a row of theirs (their `created_at` is the transaction's, as is their outbox
+   * row's). A row is resolved by the first tier to read it, and the other reuses that (a link
+   * committed in between has an outbox row of its own, which every segment evaluates).
    */
-  private async resolveScope(db: pg.PoolClient, workspaceId: string, batch: DrainedRow[]) {
-    const ids = [...new Set(batch.flatMap((r) => r.ids))];
-    const since = new Date(Math.min(...batch.map((r) => r.created_at.getTime())));
-    const { rows } = await db.query<{ x: string; id: string | null; created: boolean }>(
-      `SELECT x, a.profile_id AS id, coalesce(p.created_at >= $3, false) AS created FROM unnest($2::text[]) x
-       LEFT JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x AND a.profile_id <> x
-       LEFT JOIN profiles p ON p.workspace_id = $1 AND p.profile_id = coalesce(a.profile_id, x)
-       WHERE a.profile_id IS NOT NULL OR p.created_at >= $3`,
-      [workspaceId, ids, since],
-    );
-    const profileOf = new Map(rows.flatMap((r) => (r.id === null ? [] : [[r.x, r.id] as const])));
-    const resolved =
-      profileOf.size === 0
-        ? batch
-        : batch.map((r) => ({ keys: r.keys, ids: r.ids.flatMap((x) => (profileOf.has(x) ? [x, profileOf.get(x)!] : [x])) }));
-    const all = profileOf.size === 0 ? ids : [...new Set(resolved.flatMap((r) => r.ids))];
-    const created = rows.filter((r) => r.created).flatMap((r) => (r.id === null ? [r.x] : [r.x, r.id]));
-    const scopes = batchScopes(resolved, created, all);
+  private async resolveScope(db: pg.PoolClient, workspaceId: string, batch: DrainedRow[], progress: DrainProgress) {
+    const fresh = batch.filter((r) => progress.resolution(r.id) === undefined);
+    if (fresh.length > 0) {
+      const ids = [...new Set(fresh.flatMap((r) => r.ids))];
+      const since = new Date(Math.min(...fresh.map((r) => r.created_at.getTime())));
+      const { rows } = await db.query<{ x: string; id: string | null; created_at: Date | null }>(
+        `SELECT x, a.profile_id AS id, CASE WHEN p.created_at >= $3 THEN p.created_at END AS created_at FROM unnest($2::text[]) x
+         LEFT JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x AND a.profile_id <> x
+         LEFT JOIN profiles p ON p.workspace_id = $1 AND p.profile_id = coalesce(a.profile_id, x)
+         WHERE a.profile_id IS NOT NULL OR p.created_at >= $3`,
+        [workspaceId, ids, since],
+      );
+      const profileOf = new Map(rows.flatMap((r) => (r.id === null ? [] : [[r.x, r.id] as const])));
+      const createdAt = new Map(rows.flatMap((r) => (r.created_at === null ? [] : [[r.x, r.created_at.getTime()] as const])));
+      const withProfile = (x: string) => (profileOf.has(x) ? [x, profileOf.get(x)!] : [x]);
+      for (const r of fresh) {
+        const since = r.created_at.getTime();
+        progress.resolved(r.id, {
+          ids: profileOf.size === 0 ? r.ids : r.ids.flatMap(withProfile),
+          created: r.ids.filter((x) => (createdAt.get(x) ?? -Infinity) >= since).flatMap(withProfile),
+        });
+      }
+    }
+    const resolved = batch.map((r) => ({ keys: r.keys, ...progress.resolution(r.id)! }));
+    const all = [...new Set(resolved.flatMap((r) => r.ids))];
+    const scopes = batchScopes(resolved, [...new Set(resolved.flatMap((r) => r.created))], all);
     return {
       users: all.length,
       of: (s: StoredSegment) => scopes(s.definition, s.depends_on ?? []),
