@@ -262,6 +262,23 @@ const cases: Case[] = [
     members: ["b", "c"],
   },
   {
+    name: "LastPerformed: of events at the same instant, the one with the greatest messageId (in byte order) is the latest",
+    events: (T) => [
+      // Byte order puts "m-B" before "m-a", and both after "m-9".
+      track({ userId: "a" }, "Plan Changed", T - HOUR, { plan: "free" }, { messageId: "m-a" }),
+      track({ userId: "a" }, "Plan Changed", T - HOUR, { plan: "pro" }, { messageId: "m-B" }),
+      track({ userId: "b" }, "Plan Changed", T - HOUR, { plan: "pro" }, { messageId: "m-b" }),
+      track({ userId: "b" }, "Plan Changed", T - HOUR, { plan: "free" }, { messageId: "m-9" }),
+      seen("c"),
+    ],
+    definition: single({
+      type: "LastPerformed",
+      event: "Plan Changed",
+      hasProperties: [{ path: "plan", operator: { type: "Equals", value: "pro" } }],
+    } as never),
+    members: ["b"],
+  },
+  {
     name: "And / Or / Not / Everyone",
     events: (T) => [
       identify("a", { plan: "pro", country: "FR" }, T - HOUR),
