@@ -4,7 +4,6 @@ import type { SegmentDefinition, SegmentNode } from "@tidings/schema";
 import { describe, expect, it } from "vitest";
 import { addedEventsCanOnly, segmentDependencies } from "../../src/segments/engine/compile.ts";
 import { batchScopes, segmentScope } from "../../src/segments/engine/scope.ts";
-import { evaluationUnits, eventsRead } from "../../src/segments/engine/scope-events.ts";
 
 const def = (entryNode: SegmentNode, nodes: SegmentNode[] = []): SegmentDefinition => ({ entryNode, nodes });
 const performed = (id: string, event: string, timesOperator: ">=" | "<" | "=", extra = {}) =>
@@ -116,30 +115,5 @@ describe("a segment's scope in a drained batch", () => {
     // The two plan segments meet the batch alike: one scope for both.
     expect(scopes(segments[0]!, segmentDependencies(segments[0]!))).toBe(scopes(segments[1]!, segmentDependencies(segments[1]!)));
     expect(sorted(scopes(segments[5]!, segmentDependencies(segments[5]!)))).toEqual({ all: ["eve"], enter: ["ann", "bob"], exit: [] });
-  });
-});
-
-describe("a drain's evaluation units (scope-events.ts)", () => {
-  const users = (n: number) => Array.from({ length: n }, (_, i) => `u${i}`);
-  const work = (name: string, d: SegmentDefinition, ids: string[]) => ({ name, reads: eventsRead(d), ids });
-  const viewed = def(performed("v", "Item Viewed", ">="));
-  const named = (units: { name: string }[][]) => units.map((u) => u.map((w) => w.name));
-
-  it("takes segments reading different events for many users over one copy (one pass over their pages), the others alone and first", () => {
-    const units = evaluationUnits([
-      work("bought", def(bought), users(1000)),
-      work("trait", def(pro), users(1000)),
-      work("viewed", viewed, users(800)),
-      work("never", neverBought, users(300)),
-      work("few", def(performed("f", "Bought", ">=", { times: 2 })), users(100)),
-    ]);
-    expect(named(units)).toEqual([["trait"], ["few"], ["bought", "viewed", "never"]]);
-  });
-
-  it("leaves a lone segment reading events on its own", () => {
-    expect(named(evaluationUnits([work("bought", def(bought), users(10)), work("trait", def(pro), users(10))]))).toEqual([
-      ["bought"],
-      ["trait"],
-    ]);
   });
 });

@@ -39,29 +39,38 @@ export function eventsRead(def: SegmentDefinition): EventsRead | null {
 
 /**
  * A drain's evaluations in the order they are taken (`ids`: the users each is evaluated for):
- * every segment on its own, except segments reading events for many users, when several do: those
- * are one unit, evaluated over one copy of every event any of them reads, whatever its name. The
- * events of a set of users lie on most pages of the workspace's events (they arrive in time order,
- * not by user), so the copy's cost is one pass over those pages: one per drain, not one per event
- * name (measured in bench (f): the copies 1.2 s instead of 2.2 s over 9 drains, the segments' reads
- * of the larger copy 0.2 s more). The unit is evaluated on one lane: splitting its users between
- * the two, each lane with a copy of its share's events, took less time per drain but more CPU
- * (bench (f): 458 instead of 609 ms, 838 instead of 682 ms of CPU; the shares' copies still visit
- * most pages each), and under heavy ingestion CPU is what the engine takes from it. A segment
- * evaluated for fewer than a quarter of the users of the
- * largest one stays on its own: looking its few users' events up costs less than reading the
- * copy. Single evaluations first (the short ones first: a change reaches most segments without
- * waiting for the long unit), then the unit. A drain groups its segments this way twice: by their
- * scopes before narrowing (scope.ts), each group taken by one lane, then each group again once
- * narrowed.
+ * every segment on its own, except segments reading the same events for many users, when several
+ * do: those are one unit, evaluated over one copy. A segment evaluated for fewer than a quarter of
+ * the users of the largest one reading the same events stays on its own: looking its few users'
+ * events up costs less than reading the copy. Single evaluations first (the short ones first: a
+ * change reaches most segments without waiting for the long units), then the units, most segments
+ * first (the lanes finish together). A drain groups its segments this way twice: by their scopes
+ * before narrowing (scope.ts), each group taken by one lane, then each group again once narrowed.
+ *
+ * Tried and left (bench (c), (e), (f), interleaved with this grouping): one unit for every segment
+ * reading events whatever the event's name (one pass over the events' pages instead of one per
+ * name, which visit nearly the same pages) took no less CPU per drain in (f) (709–713 ms against
+ * 680–713 ms) and half as long again, on one lane (607–616 ms against 417 ms); the longer passes
+ * then each took in most of the workspace under (c), whose catch-up grew from about 1 s to 3.5 s.
+ * Splitting that unit's users between the two lanes, each with a copy of its share's events, cost
+ * more CPU (the shares' copies still visit most pages each).
  */
 export function evaluationUnits<T extends { reads: EventsRead | null; ids: string[] }>(work: T[]): T[][] {
-  const reading = work.filter((w) => w.reads !== null);
-  const largest = Math.max(0, ...reading.map((w) => w.ids.length));
-  const unit = reading.filter((w) => w.ids.length * 4 >= largest);
-  if (unit.length < 2) return work.map((w) => [w]);
-  const shared = new Set(unit);
-  return [...work.filter((w) => !shared.has(w)).map((w) => [w]), unit];
+  const byReads = new Map<string, T[]>();
+  for (const w of work) {
+    if (w.reads === null) continue;
+    const key = JSON.stringify(w.reads);
+    byReads.set(key, [...(byReads.get(key) ?? []), w]);
+  }
+  const copied = [...byReads.values()]
+    .map((same) => {
+      const largest = Math.max(...same.map((w) => w.ids.length));
+      return same.filter((w) => w.ids.length * 4 >= largest);
+    })
+    .filter((unit) => unit.length > 1)
+    .sort((a, b) => b.length - a.length);
+  const shared = new Set(copied.flat());
+  return [...work.filter((w) => !shared.has(w)).map((w) => [w]), ...copied];
 }
 
 /** The session's buffers for temporary tables, the copy's (set once per session: never changed back). */
@@ -98,9 +107,7 @@ export async function withScopeCopy<T>(
   // read once each, in order, whatever the statistics say (no scan of the table or of the
   // workspace's events by time or name): under heavy ingestion the scope is most of the
   // workspace's users, and reading each identity's events one lookup at a time cost 1.6 times as
-  // much (measured: 247 ms instead of 157 ms per copy of about 49 000 events). Reading the
-  // workspace's events by name instead cost more for every share of its users (measured for
-  // 10 % to all of 50 000 users: 480–660 ms instead of 180–600 ms). The profiles, in
+  // much (measured: 247 ms instead of 157 ms per copy of about 49 000 events). The profiles, in
   // the same transaction (one snapshot for both), by their primary key.
   await inTransaction(db, async () => {
     await db.query("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off");
