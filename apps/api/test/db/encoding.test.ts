@@ -1,31 +1,15 @@
 // A start on a database that is not UTF-8 (SQL_ASCII: a PostgreSQL initialised without a locale,
 // or a cluster the embedded PostgreSQL created before it fixed its own) says so, naming the
 // encoding and the way out, and keeps going; a UTF-8 database starts without a word about it.
-import pg from "pg";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { startTidings, type Tidings } from "../../src/server.ts";
-import { createTestDatabase } from "../support/app.ts";
+import { createDatabase, createTestDatabase } from "../support/app.ts";
 
 const running: Tidings[] = [];
 afterAll(async () => {
   for (const tidings of running) await tidings.close();
 });
-
-/** A new empty database of `encoding` (libc's C locale: SQL_ASCII takes no other). */
-async function emptyDatabase(encoding: string): Promise<string> {
-  const name = `tidings_encoding_${process.pid}_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: inject("adminUrl") });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING '${encoding}' LOCALE_PROVIDER libc LOCALE 'C'`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(inject("adminUrl"));
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 /** The lines a start on `databaseUrl` logs. */
 async function startLines(databaseUrl: string): Promise<string[]> {
@@ -43,9 +27,10 @@ async function startLines(databaseUrl: string): Promise<string[]> {
 
 describe("the database's encoding at start", () => {
   it("is named in a warning when it is not UTF8, and the server starts", async () => {
-    const lines = await startLines(await emptyDatabase("SQL_ASCII"));
+    // A new empty database (libc's C locale: SQL_ASCII takes no other).
+    const lines = await startLines(await createDatabase("TEMPLATE template0 ENCODING 'SQL_ASCII' LOCALE_PROVIDER libc LOCALE 'C'"));
     const warning = lines.find((l) => l.includes("not UTF8"));
-    expect(warning).toMatch(/^warning: database "tidings_encoding_\d+_\d+" is SQL_ASCII, not UTF8: text limits count bytes/);
+    expect(warning).toMatch(/^warning: database "tidings_test_\d+_\d+_\d+" is SQL_ASCII, not UTF8: text limits count bytes/);
     expect(warning).toContain("ENCODING 'UTF8' (pg_dump, then pg_restore into it)");
     expect(running.at(-1)!.created).not.toBeNull(); // migrated, and the default workspace made
   });

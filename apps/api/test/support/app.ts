@@ -30,12 +30,17 @@ let counter = 0;
 
 /** A database of its own for one test file, cloned from the migrated template. */
 export async function createTestDatabase(): Promise<string> {
+  return createDatabase(`TEMPLATE ${inject("templateDb")}`);
+}
+
+/** A new database of the test cluster, created with `options` (CREATE DATABASE's clauses): its URL. */
+export async function createDatabase(options: string): Promise<string> {
   const adminUrl = inject("adminUrl");
   const name = `tidings_test_${process.pid}_${Date.now()}_${counter++}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject("templateDb")}`);
+    await admin.query(`CREATE DATABASE ${name} ${options}`);
   } finally {
     await admin.end();
   }
