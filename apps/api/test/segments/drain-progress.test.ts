@@ -1,7 +1,11 @@
 // What the two tiers of a drain applied (src/segments/engine/drain-progress.ts): a row is deleted
-// once both applied it, and neither applies it again meanwhile, nor while its delete commits.
+// once both applied it, and neither applies it again meanwhile, nor while its delete commits; the
+// ids a row resolved to are kept for the other tier while the row waits.
 import { describe, expect, it } from "vitest";
+import { createWorkspace } from "../../src/auth/service.ts";
+import { createDb } from "../../src/db/client.ts";
 import { DrainProgress, type DrainedRow } from "../../src/segments/engine/drain-progress.ts";
+import { createTestDatabase } from "../support/app.ts";
 
 const row = (id: string): DrainedRow => ({ id, ids: ["ann"], keys: ["t:plan"], track_ids: [], created_at: new Date() });
 
@@ -35,5 +39,27 @@ describe("a drain's progress", () => {
     expect(progress.mark("events", [a])).toEqual([a]);
     expect(progress.resolution(a.id)).toBeUndefined();
     expect(progress.resolution(b.id)).toEqual({ ids: ["ann"], created: [] });
+  });
+
+  it("forgets, as a refresh ends, the resolution of a row no longer waiting (another process drained it)", async () => {
+    const db = createDb(await createTestDatabase(), 1);
+    try {
+      const ws = (await createWorkspace(db.prisma, "progress-prune")).workspace.id;
+      const { rows } = await db.pool.query<{ id: string }>(
+        "INSERT INTO segment_outbox (workspace_id, ids, keys) VALUES ($1, '{ann}', '{t:plan}'), ($1, '{bob}', '{t:plan}') RETURNING id",
+        [ws],
+      );
+      const [a, b] = rows.map((r) => row(r.id));
+      const progress = new DrainProgress();
+      progress.resolved(a!.id, { ids: ["ann"], created: [] });
+      progress.resolved(b!.id, { ids: ["bob"], created: [] });
+      progress.mark("profiles", [a!, b!]);
+      await db.pool.query("DELETE FROM segment_outbox WHERE id = $1", [a!.id]);
+      expect(await progress.prune(db.pool, ws)).toBe(true);
+      expect(progress.resolution(a!.id)).toBeUndefined();
+      expect(progress.resolution(b!.id)).toEqual({ ids: ["bob"], created: [] });
+    } finally {
+      await db.close();
+    }
   });
 });

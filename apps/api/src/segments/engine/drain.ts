@@ -323,10 +323,10 @@ export class OutboxDrain {
       const createdAt = new Map(rows.flatMap((r) => (r.created_at === null ? [] : [[r.x, r.created_at.getTime()] as const])));
       const withProfile = (x: string) => (profileOf.has(x) ? [x, profileOf.get(x)!] : [x]);
       for (const r of fresh) {
-        const since = r.created_at.getTime();
+        const committed = r.created_at.getTime();
         progress.resolved(r.id, {
-          ids: profileOf.size === 0 ? r.ids : r.ids.flatMap(withProfile),
-          created: r.ids.filter((x) => (createdAt.get(x) ?? -Infinity) >= since).flatMap(withProfile),
+          ids: r.ids.flatMap(withProfile),
+          created: r.ids.filter((x) => (createdAt.get(x) ?? -Infinity) >= committed).flatMap(withProfile),
         });
       }
     }
