@@ -1,7 +1,7 @@
 // A definition read back from the database is parsed with the schema before any of it reaches
 // SQL text: one altered behind the API's back is an error naming the segment and the field, never
-// SQL built from whatever the row holds. The engine leaves that segment out and says so, and the
-// workspace's other segments stay current.
+// SQL built from whatever the row holds. The engine leaves that segment out and says so, the
+// workspace's other segments stay current, and the tick does not wake the workspace for it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { membersNow } from "../../src/segments/engine/evaluate.ts";
 import { SegmentEngine } from "../../src/segments/engine/index.ts";
@@ -50,6 +50,8 @@ describe("stored segment definitions", () => {
     expect(await w.members(id)).toEqual([]);
     expect(logged).toHaveLength(1);
     expect(logged[0]).toMatch(message);
+    // Its recompute will not happen until it is saved again: no work for the tick to wake the workspace for.
+    expect(await engine.workspacesWithWork()).not.toContain(w.ws.id);
 
     // Saved again through the API, it is recomputed and current.
     await w.admin("PUT", "/api/admin/segments", {

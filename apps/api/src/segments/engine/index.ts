@@ -206,14 +206,22 @@ export class SegmentEngine {
     return new Date(this.options.clock());
   }
 
-  private async workspacesWithWork(): Promise<string[]> {
+  /**
+   * The workspaces the tick wakes: with outbox rows, due timers, or definitions to recompute. A
+   * definition this process found unreadable (StoredSegments) is not recomputed until it is saved
+   * again, so it is no work: it would otherwise wake its workspace every second for nothing.
+   */
+  async workspacesWithWork(): Promise<string[]> {
+    const unreadable = this.stored.unreadableDefinitions();
     const { rows } = await this.options.pool.query<{ id: string }>(
       `SELECT w.id FROM workspaces w WHERE
         EXISTS (SELECT 1 FROM segment_outbox o WHERE o.workspace_id = w.id)
         OR EXISTS (SELECT 1 FROM segment_timers t WHERE t.workspace_id = w.id AND t.due_at <= $1)
         OR EXISTS (SELECT 1 FROM segments s WHERE s.workspace_id = w.id
-          AND (s.last_recomputed IS NULL OR s.last_recomputed < s.definition_updated_at))`,
-      [this.now()],
+          AND (s.last_recomputed IS NULL OR s.last_recomputed < s.definition_updated_at)
+          AND NOT EXISTS (SELECT 1 FROM unnest($2::uuid[], $3::timestamptz[]) u (id, at)
+            WHERE u.id = s.id AND u.at = s.definition_updated_at))`,
+      [this.now(), unreadable.ids, unreadable.instants],
     );
     return rows.map((r) => r.id);
   }

@@ -23,8 +23,8 @@ export type StoredSegment = Omit<StoredRow, "definition"> & { definition: Segmen
  * definition recomputes it.
  */
 export class StoredSegments {
-  /** Segments (id@definition instant) whose stored definition did not parse, already said. */
-  private unreadable = new Set<string>();
+  /** Segments whose stored definition (by its instant) did not parse, already said: by `id@instant`. */
+  private unreadable = new Map<string, { id: string; definitionUpdatedAt: Date }>();
 
   constructor(private log?: (msg: string, err?: unknown) => void) {}
 
@@ -41,11 +41,20 @@ export class StoredSegments {
       } catch (err) {
         const key = `${r.id}@${r.definition_updated_at.getTime()}`;
         if (!this.unreadable.has(key)) {
-          this.unreadable.add(key);
+          this.unreadable.set(key, { id: r.id, definitionUpdatedAt: r.definition_updated_at });
           this.log?.("segments: a segment is not evaluated until its definition is saved again", err);
         }
         return [];
       }
     });
+  }
+
+  /**
+   * The segments (of any workspace) read with a definition that did not parse, with that
+   * definition's instant: waiting for a recompute the engine will not make until it is saved again.
+   */
+  unreadableDefinitions(): { ids: string[]; instants: Date[] } {
+    const all = [...this.unreadable.values()];
+    return { ids: all.map((u) => u.id), instants: all.map((u) => u.definitionUpdatedAt) };
   }
 }
