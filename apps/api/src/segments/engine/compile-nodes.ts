@@ -130,20 +130,48 @@ function properties(conds: PropertyCondition[] | undefined, at: NodeScope): Cond
  * the planner, which would then as soon scan all of the workspace's events by name or time for
  * every id): LATERAL … OFFSET 0 keeps the lookup per id, the other conditions stay outside it,
  * and the workspace comes from the id's row, a value the planner cannot know, so it costs every
- * index by its average selectivity. A drain evaluating several such segments has copied those
- * events once, with their profile ids (`at.copy`, scope-events.ts): they are read from the copy.
+ * index by its average selectivity. `newest` (a node needing only each user's newest matching
+ * events: `newestNeeded`) reads, of each id, the events passing `filter` newest first and stops
+ * after that many: a lookup whose cost does not grow with the user's history. A drain evaluating
+ * several segments reading the same events, not all of them bounded so, has copied those events
+ * once, with their profile ids (`at.copy`, scope-events.ts): they are read from the copy, all of them.
  */
-const eventsOf = (at: NodeScope, filter: Sql, since = none) => {
+const eventsOf = (at: NodeScope, filter: Sql, since = none, newest?: number) => {
   if (at.copy) {
     const mine = at.copy.exact ? none : sql` AND e.profile_id = ANY(${at.inputs.scope}::text[])`;
     return sql`${at.copy.events} e WHERE ${filter}${mine}${since}`;
   }
+  // The id's events newest first (the index read backwards: the id's workspace and identity are
+  // fixed inside the fence, so its order is by time), taken until `newest` pass the filter, and
+  // any more of the same instant as the last (no sort: ties are the caller's to break).
+  if (at.scoped && newest !== undefined)
+    return sql`ids i CROSS JOIN LATERAL (SELECT * FROM (SELECT i.profile_id, e.* FROM events e
+        WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since} ORDER BY e.event_time DESC OFFSET 0) e
+        WHERE ${filter} ORDER BY e.event_time DESC FETCH FIRST (${newest}::int8) ROWS WITH TIES) e`;
   if (at.scoped)
     return sql`ids i CROSS JOIN LATERAL (SELECT i.profile_id, e.* FROM events e
         WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since} OFFSET 0) e WHERE ${filter}`;
   return sql`(SELECT i.profile_id, e.* FROM ids i JOIN events e ON e.workspace_id = ${at.inputs.workspaceId} AND e.identity_id = i.identity_id) e
         WHERE ${filter}${since}`;
 };
+
+/** Whether any of the conditions changes with time alone (a date within a window). */
+const dated = (conds: PropertyCondition[] | undefined) => (conds ?? []).some((c) => c.operator.type === "Within");
+
+/**
+ * How many of each user's newest matching events decide a node's value now and at every later
+ * instant with no new data, and the next instant it can change (null: all of them may matter).
+ * A LastPerformed reads its latest matching event. A count compared with `times` (capped there,
+ * or one above for `=`) needs only the newest that many: the events still in a window are always
+ * the newest ones, so the capped count at any instant, and the first instant it drops, are those
+ * of the newest `times` (+ 1). A dated property condition can make an older event match later:
+ * then every event may matter.
+ */
+export function newestNeeded(n: SegmentNode): number | null {
+  if (n.type === "LastPerformed") return dated(n.whereProperties) || dated(n.hasProperties) ? null : 1;
+  if (n.type === "Performed") return dated(n.properties) ? null : n.timesOperator === "=" ? n.times + 1 : n.times;
+  return null;
+}
 
 const tracked = (event: string) => sql`e.type = 'track' AND e.event = ${event}::text`;
 
@@ -200,9 +228,12 @@ export const nodeCompilers: { [K in SegmentNodeType]: NodeCompiler<K> } = {
       const expiry = sql`e.event_time + ${seconds(n.withinSeconds)} + ${ms}`;
       flips.push(sql`CASE WHEN ${props.cond} THEN ${expiry} END`);
     }
+    // Reading each user's newest matching events only, the filter takes the properties too.
+    const newest = newestNeeded(n) ?? undefined;
+    const filter = newest === undefined ? tracked(n.event) : sql`${tracked(n.event)} AND ${props.cond}`;
     at.cte(sql`${alias} AS (
         SELECT e.profile_id, count(*) FILTER (WHERE ${props.cond}) AS n, min(${least(flips)}) AS next_at
-        FROM ${eventsOf(at, tracked(n.event), window)}
+        FROM ${eventsOf(at, filter, window, newest)}
         GROUP BY e.profile_id)`);
     at.join(joinAlias(alias));
     const count = sql`coalesce(${alias}.n, 0)`;
@@ -223,7 +254,7 @@ export const nodeCompilers: { [K in SegmentNodeType]: NodeCompiler<K> } = {
     // Grouping needs only equality: sorted by bytes (COLLATE "C"), the cheapest order.
     at.cte(sql`${alias} AS (
         SELECT DISTINCT ON (e.profile_id COLLATE "C") e.profile_id, (${has.cond}) AS ok
-        FROM ${eventsOf(at, sql`${tracked(n.event)} AND ${where.cond}`)}
+        FROM ${eventsOf(at, sql`${tracked(n.event)} AND ${where.cond}`, none, newestNeeded(n) ?? undefined)}
         ORDER BY e.profile_id COLLATE "C", e.event_time DESC, e.message_id COLLATE "C" DESC)`);
     at.join(joinAlias(alias));
     const flips = [...where.flips, ...has.flips];

@@ -18,30 +18,40 @@ import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { raw, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
-import type { ScopeCopy } from "./compile-nodes.ts";
+import { newestNeeded, type ScopeCopy } from "./compile-nodes.ts";
 import { nodesById } from "./compile.ts";
 
 /** The events a definition reads: track events by name, and identifies (a Trait node with HasBeen). */
 export interface EventsRead {
   names: string[];
   identifies: boolean;
+  /**
+   * Each of its nodes reading events needs only each user's newest few (newestNeeded): its
+   * users' events are looked up, newest first, never copied.
+   */
+  bounded: boolean;
 }
 
 /** What `def` reads of the events table; null when nothing. */
 export function eventsRead(def: SegmentDefinition): EventsRead | null {
   const names = new Set<string>();
   let identifies = false;
+  let bounded = true;
   for (const n of nodesById(def).values()) {
-    if (n.type === "Performed" || n.type === "LastPerformed") names.add(n.event);
-    else if (n.type === "Trait" && n.operator.type === "HasBeen") identifies = true;
+    if (n.type === "Performed" || n.type === "LastPerformed") {
+      names.add(n.event);
+      if (newestNeeded(n) === null) bounded = false;
+    } else if (n.type === "Trait" && n.operator.type === "HasBeen") identifies = true;
   }
-  return names.size > 0 || identifies ? { names: [...names].sort(), identifies } : null;
+  return names.size > 0 || identifies ? { names: [...names].sort(), identifies, bounded: bounded && !identifies } : null;
 }
 
 /**
  * A drain's evaluations in the order they are taken (`ids`: the users each is evaluated for):
  * every segment on its own, except segments reading the same events for many users, when several
- * do: those are one unit, evaluated over one copy. A segment evaluated for fewer than a quarter of
+ * do: those are one unit, evaluated over one copy. A segment reading only each user's newest few
+ * events (EventsRead.bounded) stays on its own: its lookups do not grow with its users' history,
+ * where a copy holds all of it. A segment evaluated for fewer than a quarter of
  * the users of the largest one reading the same events stays on its own: looking its few users'
  * events up costs less than reading the copy. Single evaluations first (the short ones first: a
  * change reaches most segments without waiting for the long units), then the units, most segments
@@ -59,7 +69,7 @@ export function eventsRead(def: SegmentDefinition): EventsRead | null {
 export function evaluationUnits<T extends { reads: EventsRead | null; ids: string[] }>(work: T[]): T[][] {
   const byReads = new Map<string, T[]>();
   for (const w of work) {
-    if (w.reads === null) continue;
+    if (w.reads === null || w.reads.bounded) continue;
     const key = JSON.stringify(w.reads);
     byReads.set(key, [...(byReads.get(key) ?? []), w]);
   }
