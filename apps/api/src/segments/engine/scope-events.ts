@@ -12,6 +12,11 @@
 // count over it 33 ms instead of 267 ms, a LastPerformed 455 ms instead of 805 ms; taking the
 // copy no slower).
 //
+// Segments whose every node reading events needs only each user's newest few (EventsRead.bounded:
+// a LastPerformed, a count with no dated property) are not copied for: their lookups stop there,
+// whatever the history, where a copy holds all of it (measured in bench (f): 3.9 s of database
+// time in those segments' statements over 9 drains, against 6.3 s over copies, copies included).
+//
 // The copy is taken after the drained outbox rows were read, so it holds every event and profile
 // they stand for; a change committed later is in the next drain, whose segments are evaluated again.
 import type { SegmentDefinition } from "@tidings/schema";
