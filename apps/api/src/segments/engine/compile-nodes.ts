@@ -141,16 +141,16 @@ const eventsOf = (at: NodeScope, filter: Sql, since = none, newest?: number) => 
     const mine = at.copy.exact ? none : sql` AND e.profile_id = ANY(${at.inputs.scope}::text[])`;
     return sql`${at.copy.events} e WHERE ${filter}${mine}${since}`;
   }
+  // One id's events, behind the fence.
+  const own = (order: Sql) => sql`SELECT i.profile_id, e.* FROM events e
+        WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since}${order} OFFSET 0`;
   // The id's events newest first (the index read backwards: the id's workspace and identity are
   // fixed inside the fence, so its order is by time), taken until `newest` pass the filter, and
   // any more of the same instant as the last (no sort: ties are the caller's to break).
   if (at.scoped && newest !== undefined)
-    return sql`ids i CROSS JOIN LATERAL (SELECT * FROM (SELECT i.profile_id, e.* FROM events e
-        WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since} ORDER BY e.event_time DESC OFFSET 0) e
+    return sql`ids i CROSS JOIN LATERAL (SELECT * FROM (${own(raw(" ORDER BY e.event_time DESC"))}) e
         WHERE ${filter} ORDER BY e.event_time DESC FETCH FIRST (${newest}::int8) ROWS WITH TIES) e`;
-  if (at.scoped)
-    return sql`ids i CROSS JOIN LATERAL (SELECT i.profile_id, e.* FROM events e
-        WHERE e.workspace_id = i.workspace_id AND e.identity_id = i.identity_id${since} OFFSET 0) e WHERE ${filter}`;
+  if (at.scoped) return sql`ids i CROSS JOIN LATERAL (${own(none)}) e WHERE ${filter}`;
   return sql`(SELECT i.profile_id, e.* FROM ids i JOIN events e ON e.workspace_id = ${at.inputs.workspaceId} AND e.identity_id = i.identity_id) e
         WHERE ${filter}${since}`;
 };
