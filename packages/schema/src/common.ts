@@ -22,6 +22,19 @@ export const resourceName = (note: string) =>
 
 export const EpochMillis = z.number().int().describe("Milliseconds since the Unix epoch.");
 
+export const DefinitionFailure = z
+  .object({
+    reason: z.string().describe("Why the last evaluation failed."),
+    since: EpochMillis.describe("When the failures in a row began."),
+    failures: z.number().int().describe("Failures in a row."),
+    retryAt: EpochMillis.describe("When it is tried again (the back-off doubles per failure, from 5 s up to an hour)."),
+  })
+  .describe(
+    "Present while the definition fails when it is evaluated: it is set aside (the workspace's other segments and journeys go on) and tried again at `retryAt`; saving a new definition tries it at once.",
+  )
+  .openapi("DefinitionFailure");
+export type DefinitionFailure = z.infer<typeof DefinitionFailure>;
+
 export const Cursor = z.string().describe("Opaque cursor returned as `nextCursor` by the previous page.");
 
 export const PageLimit = z.coerce.number().int().min(1).max(500).default(50).describe("Page size (1–500, default 50).");

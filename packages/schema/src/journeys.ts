@@ -4,6 +4,7 @@
 // checked by the server.
 import { z } from "./zod.js";
 import {
+  DefinitionFailure,
   EpochMillis,
   idParams,
   ListQuery,
@@ -400,6 +401,7 @@ export const JourneyResource = z
       ),
     createdAt: EpochMillis,
     updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
+    failing: DefinitionFailure.optional(),
   })
   .openapi("Journey");
 export type JourneyResource = z.infer<typeof JourneyResource>;
@@ -429,6 +431,7 @@ export const UpsertJourneyRequestBody = z
       ),
     ...serverManagedFields,
     version: ServerManaged,
+    failing: ServerManaged,
   })
   .describe("Creates or updates a journey.");
 export type UpsertJourneyRequestBody = z.infer<typeof UpsertJourneyRequestBody>;

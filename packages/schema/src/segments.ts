@@ -3,6 +3,7 @@
 // same definitions with the same issue paths.
 import { z } from "./zod.js";
 import {
+  DefinitionFailure,
   EpochMillis,
   idParams,
   ListQuery,
@@ -21,8 +22,38 @@ import {
 
 // --- Operators -------------------------------------------------------------------------------
 
-const Scalar = z.union([z.string(), z.number(), z.boolean()]);
-const WindowSeconds = z.number().int().positive().describe("Length of the window in seconds.");
+/**
+ * What one definition may hold (documented in the OpenAPI descriptions and the README): every
+ * walk over a definition is linear in `expandedNodes`, so nothing a definition holds can make
+ * compiling or evaluating it cost more than a bounded amount.
+ */
+export const SEGMENT_DEFINITION_LIMITS = {
+  /** Nodes besides `entryNode`. */
+  nodes: 500,
+  /** Children of one And/Or node. */
+  children: 100,
+  /** Longest chain of references from `entryNode` (entryNode is depth 1). */
+  depth: 32,
+  /** Nodes counted once per path from `entryNode` (a node shared by two parents counts twice). */
+  expandedNodes: 2000,
+  /** Property conditions of one Performed or LastPerformed node (each list). */
+  conditions: 50,
+  /** Longest window, in seconds (100 years). */
+  windowSeconds: 100 * 365 * 24 * 3600,
+  /** Largest `times` of a Performed node. */
+  times: 1_000_000,
+} as const;
+
+/** Instants a definition may name: years 1 to 9999 (JavaScript and PostgreSQL both hold them). */
+export const DEFINITION_INSTANT_RANGE = { min: -62_135_596_800_000, max: 253_402_300_799_999 } as const;
+
+const Scalar = z.union([z.string().max(10_000), z.number(), z.boolean()]);
+const WindowSeconds = z
+  .number()
+  .int()
+  .positive()
+  .max(SEGMENT_DEFINITION_LIMITS.windowSeconds)
+  .describe(`Length of the window in seconds, at most ${SEGMENT_DEFINITION_LIMITS.windowSeconds} (100 years).`);
 
 export const EqualsOperator = z.strictObject({
   type: z.literal("Equals"),
@@ -64,7 +95,9 @@ export const HasBeenOperator = z
 export const AbsoluteTimestampOperator = z
   .strictObject({
     type: z.literal("AbsoluteTimestamp"),
-    absoluteTimestamp: EpochMillis.describe("The instant compared with (ms since epoch)."),
+    absoluteTimestamp: EpochMillis.min(DEFINITION_INSTANT_RANGE.min)
+      .max(DEFINITION_INSTANT_RANGE.max)
+      .describe("The instant compared with (ms since epoch), within years 1 to 9999."),
     direction: z.enum(["after", "before"]).describe("Whether the value's date must be after or before the instant."),
   })
   .describe("The value, an ISO 8601 date or an epoch number (ms), lies after or before a fixed instant.");
@@ -100,6 +133,8 @@ export const PropertyCondition = z.strictObject({
 });
 export type PropertyCondition = z.infer<typeof PropertyCondition>;
 
+const Conditions = z.array(PropertyCondition).max(SEGMENT_DEFINITION_LIMITS.conditions);
+
 // --- Nodes -----------------------------------------------------------------------------------
 
 const NodeId = z.string().min(1).max(200).describe("Node identifier, unique within the definition.");
@@ -113,23 +148,39 @@ export const TraitSegmentNode = node("Trait", {
 
 export const PerformedSegmentNode = node("Performed", {
   event: z.string().min(1).max(200).describe("Name of the track event counted."),
-  times: z.number().int().min(0).default(1).describe("Number of matching events compared with (default 1)."),
+  times: z
+    .number()
+    .int()
+    .min(0)
+    .max(SEGMENT_DEFINITION_LIMITS.times)
+    .default(1)
+    .describe(`Number of matching events compared with (default 1, at most ${SEGMENT_DEFINITION_LIMITS.times}).`),
   timesOperator: z.enum(["=", ">=", "<"]).default(">=").describe("How the count of matching events compares with `times` (default `>=`)."),
-  withinSeconds: z.number().int().positive().optional().describe("Count only events of the last `withinSeconds`."),
-  properties: z.array(PropertyCondition).optional().describe("Count only events whose properties satisfy every condition."),
+  withinSeconds: WindowSeconds.optional().describe(
+    `Count only events of the last \`withinSeconds\` (at most ${SEGMENT_DEFINITION_LIMITS.windowSeconds}, 100 years).`,
+  ),
+  properties: Conditions.optional().describe("Count only events whose properties satisfy every condition."),
 }).describe("True when the count of matching track events (distinct messageId) compares with `times`.");
 
 export const LastPerformedSegmentNode = node("LastPerformed", {
   event: z.string().min(1).max(200).describe("Name of the track event."),
-  whereProperties: z.array(PropertyCondition).optional().describe("Which events are considered: only those satisfying every condition."),
-  hasProperties: z.array(PropertyCondition).optional().describe("Conditions the latest considered event must satisfy."),
+  whereProperties: Conditions.optional().describe("Which events are considered: only those satisfying every condition."),
+  hasProperties: Conditions.optional().describe("Conditions the latest considered event must satisfy."),
 }).describe("True when the latest matching event has the properties.");
 
 export const AndSegmentNode = node("And", {
-  children: z.array(NodeId).min(1).describe("Ids of the child nodes; true when all are."),
+  children: z
+    .array(NodeId)
+    .min(1)
+    .max(SEGMENT_DEFINITION_LIMITS.children)
+    .describe(`Ids of the child nodes, each at most once (at most ${SEGMENT_DEFINITION_LIMITS.children}); true when all are.`),
 }).describe("True when every child is.");
 export const OrSegmentNode = node("Or", {
-  children: z.array(NodeId).min(1).describe("Ids of the child nodes; true when any is."),
+  children: z
+    .array(NodeId)
+    .min(1)
+    .max(SEGMENT_DEFINITION_LIMITS.children)
+    .describe(`Ids of the child nodes, each at most once (at most ${SEGMENT_DEFINITION_LIMITS.children}); true when any is.`),
 }).describe("True when any child is.");
 export const NotSegmentNode = node("Not", { child: NodeId.describe("Id of the negated node.") }).describe("True when the child is false.");
 export const EveryoneSegmentNode = node("Everyone", {}).describe("True for every known user.");
@@ -196,15 +247,24 @@ function checkDefinition(def: { entryNode: SegmentNode; nodes: SegmentNode[] }, 
     located.push(entry);
   });
 
+  let broken = false;
   for (const { node: n, path } of located) {
+    const seen = new Set<string>();
     for (const ref of segmentNodeReferences(n)) {
+      if (seen.has(ref.id)) {
+        broken = true;
+        ctx.addIssue({ code: "custom", path: [...path, ...ref.path], message: `child "${ref.id}" is listed twice; list each child once` });
+      }
+      seen.add(ref.id);
       if (!byId.has(ref.id)) {
+        broken = true;
         ctx.addIssue({ code: "custom", path: [...path, ...ref.path], message: `references unknown node id "${ref.id}"` });
       }
     }
   }
 
   // Depth-first search; an edge back to a node on the current path closes a cycle.
+  let cycles = 0;
   const state = new Map<string, "active" | "done">();
   const visit = (id: string): void => {
     state.set(id, "active");
@@ -213,6 +273,7 @@ function checkDefinition(def: { entryNode: SegmentNode; nodes: SegmentNode[] }, 
       if (!byId.has(ref.id)) continue;
       const s = state.get(ref.id);
       if (s === "active") {
+        cycles++;
         ctx.addIssue({
           code: "custom",
           path: [...path, ...ref.path],
@@ -223,6 +284,47 @@ function checkDefinition(def: { entryNode: SegmentNode; nodes: SegmentNode[] }, 
     state.set(id, "done");
   };
   for (const { node: n } of located) if (!state.has(n.id)) visit(n.id);
+  if (!broken && cycles === 0) checkSize(def.entryNode, byId, ctx);
+}
+
+/**
+ * The depth and the expanded size (nodes counted once per path) from the entry node, each node
+ * measured once (memoised by id), so a definition whose nodes share children costs linear time to
+ * check; past SEGMENT_DEFINITION_LIMITS it is refused at the entry node's path.
+ */
+function checkSize(entry: SegmentNode, byId: Map<string, { node: SegmentNode; path: Path }>, ctx: z.RefinementCtx) {
+  const measured = new Map<string, { depth: number; expanded: number }>();
+  const measure = (n: SegmentNode): { depth: number; expanded: number } => {
+    const known = measured.get(n.id);
+    if (known) return known;
+    let depth = 0;
+    let expanded = 1;
+    for (const ref of segmentNodeReferences(n)) {
+      const child = measure(byId.get(ref.id)!.node);
+      depth = Math.max(depth, child.depth);
+      // Capped: the sum of a shared child's paths can pass any number in a few dozen levels.
+      expanded = Math.min(expanded + child.expanded, SEGMENT_DEFINITION_LIMITS.expandedNodes + 1);
+    }
+    const size = { depth: depth + 1, expanded };
+    measured.set(n.id, size);
+    return size;
+  };
+  const { depth, expanded } = measure(entry);
+  const { depth: maxDepth, expandedNodes } = SEGMENT_DEFINITION_LIMITS;
+  if (depth > maxDepth) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["entryNode"],
+      message: `the definition is ${depth} nodes deep; at most ${maxDepth} are allowed`,
+    });
+  }
+  if (expanded > expandedNodes) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["entryNode"],
+      message: `the definition expands to more than ${expandedNodes} nodes (a node counts once per path from entryNode); share fewer children`,
+    });
+  }
 }
 
 export const SegmentDefinition = z
@@ -230,11 +332,15 @@ export const SegmentDefinition = z
     entryNode: SegmentNode.describe(
       "The root node: the segment's members are the users for whom it is true. It may also be listed in `nodes`.",
     ),
-    nodes: z.array(SegmentNode).max(500).default([]).describe("The other nodes, referenced by id from And/Or `children` and Not `child`."),
+    nodes: z
+      .array(SegmentNode)
+      .max(SEGMENT_DEFINITION_LIMITS.nodes)
+      .default([])
+      .describe("The other nodes, referenced by id from And/Or `children` and Not `child`."),
   })
   .superRefine(checkDefinition)
   .describe(
-    "Audience definition: a graph of nodes evaluated from `entryNode`. Node ids are unique across `entryNode` and `nodes` (the entry node may be repeated in `nodes` unchanged); And/Or/Not references must name nodes of the definition and may not form a cycle.",
+    `Audience definition: a graph of nodes evaluated from \`entryNode\`. Node ids are unique across \`entryNode\` and \`nodes\` (the entry node may be repeated in \`nodes\` unchanged); And/Or/Not references must name nodes of the definition, each child at most once per node, and may not form a cycle. Limits: ${SEGMENT_DEFINITION_LIMITS.nodes} nodes, ${SEGMENT_DEFINITION_LIMITS.children} children per node, ${SEGMENT_DEFINITION_LIMITS.depth} levels deep, ${SEGMENT_DEFINITION_LIMITS.expandedNodes} nodes once every path from \`entryNode\` is followed (a node shared by two parents counts twice), ${SEGMENT_DEFINITION_LIMITS.conditions} property conditions per list.`,
   )
   .openapi("SegmentDefinition");
 export type SegmentDefinition = z.infer<typeof SegmentDefinition>;
@@ -263,6 +369,7 @@ export const SegmentResource = z
       "When the segment engine last recomputed every user against the current definition (absent until it has). Between recomputes membership is kept current incrementally.",
     ),
     memberCount: z.number().int().describe("Current members."),
+    failing: DefinitionFailure.optional(),
   })
   .openapi("Segment");
 export type SegmentResource = z.infer<typeof SegmentResource>;
@@ -285,6 +392,7 @@ export const UpsertSegmentRequestBody = z
       .describe("An existing subscription group of the workspace; `null` unlinks; omitted keeps the stored value."),
     ...serverManagedFields,
     memberCount: ServerManaged,
+    failing: ServerManaged,
   })
   .describe("Creates or updates a segment.");
 export type UpsertSegmentRequestBody = z.infer<typeof UpsertSegmentRequestBody>;

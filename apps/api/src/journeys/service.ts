@@ -2,6 +2,7 @@
 // what a running journey uses, versioning started definitions), list, get, delete. Running
 // journeys are executed by the journey runtime (./runtime), which this tells when a journey
 // starts or resumes, in the same transaction.
+import { definitionFailure, FAILURE_CLEARED } from "../db/failing.ts";
 import type {
   ErrorIssue,
   JourneyDefinition,
@@ -36,6 +37,7 @@ export function toJourneyResource(row: Journey): JourneyResource {
     version: row.version,
     createdAt: row.createdAt.getTime(),
     updatedAt: row.updatedAt.getTime(),
+    ...definitionFailure(row),
   };
 }
 
@@ -201,6 +203,8 @@ export async function upsertJourney(prisma: PrismaClient, workspaceId: string, b
           definition: jsonColumn(changes.definition),
           exitSegmentId: changes.exitSegmentId,
           version: changes.version,
+          // A new version, or a journey started again, is tried at once.
+          ...(changes.version !== undefined || changes.status !== undefined ? FAILURE_CLEARED : {}),
           statusUpdatedAt: changes.status !== undefined ? now : undefined,
           updatedAt: now,
         },

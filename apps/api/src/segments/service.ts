@@ -14,6 +14,7 @@ import { Prisma, type Segment } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import { lockDependents } from "../outbox/index.ts";
+import { definitionFailure, FAILURE_CLEARED } from "../db/failing.ts";
 import { segmentDependencies } from "./engine/compile.ts";
 
 /** The stored definition; rows written without one (by other code paths) read as manual. */
@@ -31,6 +32,7 @@ export function toSegmentResource(row: Segment): SegmentResource {
     definitionUpdatedAt: row.definitionUpdatedAt.getTime(),
     ...(row.lastRecomputed ? { lastRecomputed: row.lastRecomputed.getTime() } : {}),
     memberCount: row.memberCount,
+    ...definitionFailure(row),
   };
 }
 
@@ -136,7 +138,9 @@ export async function upsertSegment(prisma: PrismaClient, workspaceId: string, b
         where: { workspaceId_id: { workspaceId, id: existing.id } },
         data: {
           ...changes,
-          ...(changes.definition ? { definition: changes.definition as Prisma.InputJsonValue, definitionUpdatedAt: now } : {}),
+          ...(changes.definition
+            ? { definition: changes.definition as Prisma.InputJsonValue, definitionUpdatedAt: now, ...FAILURE_CLEARED }
+            : {}),
           updatedAt: now,
         },
       }),

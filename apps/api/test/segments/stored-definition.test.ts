@@ -1,7 +1,8 @@
 // A definition read back from the database is parsed with the schema before any of it reaches
 // SQL text: one altered behind the API's back is an error naming the segment and the field, never
 // SQL built from whatever the row holds. The engine leaves that segment out and says so, the
-// workspace's other segments stay current, and the tick does not wake the workspace for it.
+// workspace's other segments stay current, it is marked failing and retried with back-off, and
+// the tick does not wake the workspace for it before its retry is due.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { membersNow } from "../../src/segments/engine/evaluate.ts";
 import { SegmentEngine } from "../../src/segments/engine/index.ts";
@@ -50,8 +51,18 @@ describe("stored segment definitions", () => {
     expect(await w.members(id)).toEqual([]);
     expect(logged).toHaveLength(1);
     expect(logged[0]).toMatch(message);
-    // Its recompute will not happen until it is saved again: no work for the tick to wake the workspace for.
+    // Marked failing with the reason, and tried again only after its back-off: no work for the
+    // tick to wake the workspace for until then.
+    const { rows } = await pool.query("SELECT evaluation_error, evaluation_retry_at FROM segments WHERE id = $1", [id]);
+    expect(rows[0].evaluation_error).toMatch(message);
+    expect(rows[0].evaluation_retry_at.getTime()).toBe(clock.now + 5000);
     expect(await engine.workspacesWithWork()).not.toContain(w.ws.id);
+    clock.advance(5000);
+    expect(await engine.workspacesWithWork()).toContain(w.ws.id);
+    await engine.settle(w.ws.id);
+    expect(logged).toHaveLength(2);
+    const again = await pool.query("SELECT evaluation_failures, evaluation_retry_at FROM segments WHERE id = $1", [id]);
+    expect(again.rows[0]).toEqual({ evaluation_failures: 2, evaluation_retry_at: new Date(clock.now + 10_000) });
 
     // Saved again through the API, it is recomputed and current.
     await w.admin("PUT", "/api/admin/segments", {
@@ -61,5 +72,7 @@ describe("stored segment definitions", () => {
     });
     await engine.settle(w.ws.id);
     expect(await w.members(id)).toEqual(["a"]);
+    const saved = await w.admin("GET", `/api/admin/segments/${id}`);
+    expect(saved.failing).toBeUndefined();
   });
 });

@@ -20,6 +20,8 @@ export interface LiveJourney {
   canRunMultiple: boolean;
   exitSegmentId: string | null;
   definition: JourneyDefinition;
+  /** Marked failing (its retry is due): a success clears it. */
+  failing?: boolean;
 }
 
 export interface AdvanceDeps {

@@ -8,8 +8,9 @@
 // `journeys.tick` runs every second and wakes workspaces with signals or runs due within a
 // second (a wake-up lost with a dying process is found there). Jobs may overlap: batches take
 // runs with SKIP LOCKED and signals by deleting them.
-import type { JourneyDefinition } from "@tidings/schema";
+import { JourneyDefinition } from "@tidings/schema";
 import type pg from "pg";
+import { CLEAR_FAILURE, DefinitionError, errorText, isDefinitionFault, markFailing } from "../../db/failing.ts";
 import { addJobQuery, type JobLayer, type SqlQuery } from "../../jobs/index.ts";
 import type { SendJobs } from "../../messaging/send-jobs.ts";
 import type { SegmentEngine } from "../../segments/engine/index.ts";
@@ -44,6 +45,7 @@ interface JourneyRow {
   can_run_multiple: boolean;
   exit_segment_id: string | null;
   definition: JourneyDefinition;
+  failing: boolean;
 }
 
 const toLive = (r: JourneyRow): LiveJourney => ({
@@ -53,6 +55,7 @@ const toLive = (r: JourneyRow): LiveJourney => ({
   canRunMultiple: r.can_run_multiple,
   exitSegmentId: r.exit_segment_id,
   definition: r.definition,
+  failing: r.failing,
 });
 
 export class JourneyRuntime {
@@ -133,17 +136,28 @@ export class JourneyRuntime {
         while ((await takeSignals(client, workspaceId, (db) => this.running(workspaceId, db), this.now())) > 0) {
           if (Date.now() > deadline) return true;
         }
-        const journeys = await this.running(workspaceId, client);
+        const journeys = await this.running(workspaceId, client, true);
         let advanced = 0;
         for (const j of journeys) {
-          for (;;) {
-            const n = await advanceBatch(client, this.deps, workspaceId, j, this.now(), RUN_BATCH);
-            advanced += n;
-            if (n < RUN_BATCH) break;
-            if (Date.now() > deadline || stopping?.aborted) {
-              full = true;
-              break;
+          try {
+            for (;;) {
+              const n = await advanceBatch(client, this.deps, workspaceId, j, this.now(), RUN_BATCH);
+              advanced += n;
+              if (n < RUN_BATCH) break;
+              if (Date.now() > deadline || stopping?.aborted) {
+                full = true;
+                break;
+              }
             }
+            if (j.failing)
+              await this.o.pool.query(`UPDATE journeys SET ${CLEAR_FAILURE} WHERE workspace_id = $1 AND id = $2`, [workspaceId, j.id]);
+          } catch (err) {
+            // A journey whose runs cannot be advanced as defined is set aside; the others go on.
+            if (!isDefinitionFault(err)) throw err;
+            await markFailing(this.o.pool, "journeys", { workspaceId, id: j.id }, errorText(err), this.now(), {
+              column: "version",
+              value: j.version,
+            });
           }
         }
         if (full) return true;
@@ -167,27 +181,35 @@ export class JourneyRuntime {
     }
   }
 
-  /** The running journeys of a workspace with their current definition. */
-  private async running(workspaceId: string, db: Pick<pg.Pool, "query"> = this.o.pool): Promise<LiveJourney[]> {
+  /**
+   * The running journeys of a workspace with their current definition; `advancing`: only those
+   * not failing, or whose retry is due (a failing journey's runs wait).
+   */
+  private async running(workspaceId: string, db: Pick<pg.Pool, "query"> = this.o.pool, advancing = false): Promise<LiveJourney[]> {
     const { rows } = await db.query<JourneyRow>(
-      `SELECT id, created_at, version, can_run_multiple, exit_segment_id, definition FROM journeys
-       WHERE workspace_id = $1 AND status = 'Running' AND definition IS NOT NULL AND version > 0`,
-      [workspaceId],
+      `SELECT id, created_at, version, can_run_multiple, exit_segment_id, definition, evaluation_error IS NOT NULL AS failing FROM journeys
+       WHERE workspace_id = $1 AND status = 'Running' AND definition IS NOT NULL AND version > 0
+         AND (NOT $2::boolean OR evaluation_retry_at IS NULL OR evaluation_retry_at <= $3)`,
+      [workspaceId, advancing, this.now()],
     );
     return rows.map(toLive);
   }
 
+  /** A version's definition, parsed once (a stored one that is not valid is the journey's fault: DefinitionError). */
   private async definition(db: pg.PoolClient, workspaceId: string, journey: LiveJourney, version: number) {
-    const key = `${journey.id}:${journey.createdAt.getTime()}:${version}`;
+    const key = `${workspaceId}:${journey.id}:${journey.createdAt.getTime()}:${version}`;
     const cached = this.versions.get(key);
     if (cached) return cached;
-    const { rows } = await db.query<{ definition: JourneyDefinition }>(
+    const { rows } = await db.query<{ definition: unknown }>(
       "SELECT definition FROM journey_versions WHERE workspace_id = $1 AND journey_id = $2 AND version = $3",
       [workspaceId, journey.id, version],
     );
     if (rows.length === 0) return null;
-    this.versions.set(key, rows[0]!.definition);
-    return rows[0]!.definition;
+    const parsed = JourneyDefinition.safeParse(rows[0]!.definition);
+    if (!parsed.success) throw new DefinitionError(`version ${version} of the journey is not a valid definition: ${parsed.error.message}`);
+    if (this.versions.size >= 10_000) this.versions.clear();
+    this.versions.set(key, parsed.data);
+    return parsed.data;
   }
 
   /** When the workspace's next run of a running journey falls due (ms), or null. */
@@ -196,8 +218,8 @@ export class JourneyRuntime {
       `SELECT min(r.due_at) AS at FROM journeys j
        CROSS JOIN LATERAL (SELECT due_at FROM journey_runs r WHERE r.workspace_id = j.workspace_id AND r.journey_id = j.id
          AND r.status = 'Active' AND r.due_at IS NOT NULL ORDER BY r.due_at LIMIT 1) r
-       WHERE j.workspace_id = $1 AND j.status = 'Running'`,
-      [workspaceId],
+       WHERE j.workspace_id = $1 AND j.status = 'Running' AND (j.evaluation_retry_at IS NULL OR j.evaluation_retry_at <= $2)`,
+      [workspaceId, this.now()],
     );
     return rows[0]?.at ? rows[0].at.getTime() : null;
   }
@@ -206,7 +228,8 @@ export class JourneyRuntime {
     const { rows } = await this.o.pool.query<{ workspace_id: string }>(
       `SELECT DISTINCT workspace_id FROM journey_signals
        UNION
-       SELECT j.workspace_id FROM journeys j WHERE j.status = 'Running' AND EXISTS (
+       SELECT j.workspace_id FROM journeys j WHERE j.status = 'Running'
+         AND (j.evaluation_retry_at IS NULL OR j.evaluation_retry_at <= $1) AND EXISTS (
          SELECT 1 FROM journey_runs r WHERE r.workspace_id = j.workspace_id AND r.journey_id = j.id
            AND r.status = 'Active' AND r.due_at <= $1)`,
       [new Date(this.o.clock() + HORIZON_MS)],

@@ -74,8 +74,12 @@ export function compileSegment(
   const byId = nodesById(def);
   const ctes: Sql[] = [];
   const joins: Sql[] = [];
-  const compile = (n: SegmentNode): Condition =>
-    compileNode(n, {
+  // Each node compiled once (a child shared by several parents reuses its condition and CTEs).
+  const compiled = new Map<string, Condition>();
+  const compile = (n: SegmentNode): Condition => {
+    const known = compiled.get(n.id);
+    if (known) return known;
+    const condition = compileNode(n, {
       inputs,
       scoped,
       copy: copied,
@@ -91,6 +95,9 @@ export function compileSegment(
         return sql`${x}.v`;
       },
     });
+    compiled.set(n.id, condition);
+    return condition;
+  };
   const root = compile(def.entryNode);
   const inScope = (column: string) => sql`(${scope}::text[] IS NULL OR ${raw(column)} = ANY(${scope}::text[]))`;
   // Every id whose events belong to a profile in scope: the profile's own id and its aliases.
@@ -118,32 +125,45 @@ export function compileSegment(
 
 type Maybe = boolean | "maybe";
 
-/** Whether the node can hold for a user with no traits, no events and no assignments. */
-function onEmpty(n: SegmentNode, byId: Map<string, SegmentNode>): Maybe {
+/** Whether the node can hold for a user with no traits, no events and no assignments (each node decided once). */
+function onEmpty(n: SegmentNode, byId: Map<string, SegmentNode>, memo = new Map<string, Maybe>()): Maybe {
+  const known = memo.get(n.id);
+  if (known !== undefined) return known;
+  const child = (id: string) => onEmpty(byId.get(id)!, byId, memo);
+  let value: Maybe;
   switch (n.type) {
     case "Everyone":
-      return true;
+      value = true;
+      break;
     case "Trait":
-      return n.operator.type === "NotExists";
+      value = n.operator.type === "NotExists";
+      break;
     case "Performed":
-      return n.timesOperator === "<" ? n.times > 0 : n.times === 0;
+      value = n.timesOperator === "<" ? n.times > 0 : n.times === 0;
+      break;
     case "LastPerformed":
     case "Manual":
-      return false;
+      value = false;
+      break;
     case "SubscriptionGroup":
     case "RandomBucket":
-      return "maybe";
+      value = "maybe";
+      break;
     case "Not": {
-      const inner = onEmpty(byId.get(n.child)!, byId);
-      return inner === "maybe" ? "maybe" : !inner;
+      const inner = child(n.child);
+      value = inner === "maybe" ? "maybe" : !inner;
+      break;
     }
     case "And":
     case "Or": {
-      const parts = n.children.map((id) => onEmpty(byId.get(id)!, byId));
-      if (n.type === "And") return parts.includes(false) ? false : parts.includes("maybe") ? "maybe" : true;
-      return parts.includes(true) ? true : parts.includes("maybe") ? "maybe" : false;
+      const parts = n.children.map(child);
+      if (n.type === "And") value = parts.includes(false) ? false : parts.includes("maybe") ? "maybe" : true;
+      else value = parts.includes(true) ? true : parts.includes("maybe") ? "maybe" : false;
+      break;
     }
   }
+  memo.set(n.id, value);
+  return value;
 }
 
 /**
@@ -167,29 +187,43 @@ export function segmentDependencies(def: SegmentDefinition): string[] {
 /** How adding events can change a node's value: not at all, only from false to true, only from true to false, or either way. */
 type Direction = "none" | "up" | "down" | "both";
 
-function direction(n: SegmentNode, byId: Map<string, SegmentNode>, events: ReadonlySet<string>): Direction {
+function direction(
+  n: SegmentNode,
+  byId: Map<string, SegmentNode>,
+  events: ReadonlySet<string>,
+  memo = new Map<string, Direction>(),
+): Direction {
+  const known = memo.get(n.id);
+  if (known !== undefined) return known;
+  const child = (id: string) => direction(byId.get(id)!, byId, events, memo);
+  let value: Direction;
   switch (n.type) {
     case "Performed":
       // Added events only raise the count, at every instant (whatever the window or the dates in properties).
-      if (!events.has(n.event)) return "none";
-      return n.timesOperator === ">=" ? "up" : n.timesOperator === "<" ? "down" : "both";
+      if (!events.has(n.event)) value = "none";
+      else value = n.timesOperator === ">=" ? "up" : n.timesOperator === "<" ? "down" : "both";
+      break;
     case "LastPerformed":
-      return events.has(n.event) ? "both" : "none";
+      value = events.has(n.event) ? "both" : "none";
+      break;
     case "Not": {
-      const inner = direction(byId.get(n.child)!, byId, events);
-      return inner === "up" ? "down" : inner === "down" ? "up" : inner;
+      const inner = child(n.child);
+      value = inner === "up" ? "down" : inner === "down" ? "up" : inner;
+      break;
     }
     case "And":
     case "Or": {
-      const parts = new Set(n.children.map((id) => direction(byId.get(id)!, byId, events)));
+      const parts = new Set(n.children.map(child));
       parts.delete("none");
-      if (parts.size === 0) return "none";
-      return parts.size === 1 ? [...parts][0]! : "both";
+      value = parts.size === 0 ? "none" : parts.size === 1 ? [...parts][0]! : "both";
+      break;
     }
     default:
       // Traits (HasBeen reads identifies, not track events), assignments, buckets, Everyone.
-      return "none";
+      value = "none";
   }
+  memo.set(n.id, value);
+  return value;
 }
 
 /**

@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import { type OutboxHandOff, outboxKey } from "../../outbox/index.ts";
+import { sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { ScopeCopy } from "./compile-nodes.ts";
 import { DrainProgress, type DrainedRow, type DrainTier } from "./drain-progress.ts";
@@ -147,8 +148,7 @@ export class OutboxDrain {
         : await this.stored.read(
             db,
             workspaceId,
-            "(depends_on && $2::text[] OR '*' = ANY(depends_on) OR coalesce(cardinality(depends_on), 0) = 0)",
-            [keys],
+            sql`(depends_on && ${keys}::text[] OR '*' = ANY(depends_on) OR coalesce(cardinality(depends_on), 0) = 0)`,
           );
       return affected.flatMap((s) => {
         const reads = eventsRead(s.definition);
@@ -172,7 +172,10 @@ export class OutboxDrain {
       const evaluate = async (lane: pg.PoolClient, w: Work, copy?: ScopeCopy) => {
         const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
         const options = { copy, memberCount: w.s.member_count };
-        signalled += (await evaluateSegment(lane, segment, groups, this.now(), w.ids, options)).signals;
+        const evaluated = await this.stored.isolated(lane, workspaceId, w.s, () =>
+          evaluateSegment(lane, segment, groups, this.now(), w.ids, options),
+        );
+        signalled += evaluated?.signals ?? 0;
       };
       const candidates = affected
         .map(({ s, reads }) => {

@@ -4,6 +4,7 @@
 // and the segment's member count follows — all in the statement, so it is all or nothing.
 import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
+import { CLEAR_FAILURE, DefinitionError, errorText } from "../../db/failing.ts";
 import { type Param, raw, type Sql, sql } from "../../db/sql.ts";
 import { compileSegment, type SubscriptionGroupTypes, segmentInputs, storedSegmentDefinition } from "./compile.ts";
 import type { ScopeCopy } from "./compile-nodes.ts";
@@ -85,7 +86,13 @@ export async function evaluateSegment(
 ): Promise<Evaluated> {
   const inputs = segmentInputs(segment.workspaceId, segment.id, now, scope);
   const { workspaceId: ws, segmentId: id, now: at } = inputs;
-  const { query: compiled, timed } = compileSegment(segment.definition, groups, inputs, copy ?? null);
+  let compiledSegment: ReturnType<typeof compileSegment>;
+  try {
+    compiledSegment = compileSegment(segment.definition, groups, inputs, copy ?? null);
+  } catch (err) {
+    throw new DefinitionError(`the definition does not compile: ${errorText(err)}`);
+  }
+  const { query: compiled, timed } = compiledSegment;
   // Each table's rows of the segment in scope (all of the segment's, for a full recompute), read
   // once; what changes is found by set operations against them (hashed,
   // linear whatever the planner believes of the sizes: an anti-join against r, on the estimates of
@@ -99,7 +106,7 @@ export async function evaluateSegment(
   const removing = (table: string, ids: Sql) =>
     sql`DELETE FROM ${raw(table)} t WHERE ${onlyIn(ws)} AND t.segment_id = ${id}::uuid AND t.profile_id = ANY (ARRAY(${ids}))`;
   const counts = full
-    ? sql`member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = ${full.dependsOn}::text[]`
+    ? sql`member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = ${full.dependsOn}::text[], ${raw(CLEAR_FAILURE)}`
     : sql`member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)`;
   const current = full ? sql` AND definition_updated_at = ${full.definitionUpdatedAt}::timestamptz` : raw("");
   // The per-user instants at which the result could flip. A definition without windows keeps

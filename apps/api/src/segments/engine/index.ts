@@ -62,7 +62,7 @@ export class SegmentEngine {
   private drain: OutboxDrain;
 
   constructor(private options: SegmentEngineOptions) {
-    this.stored = new StoredSegments(options.log);
+    this.stored = new StoredSegments(options.pool, () => this.now(), options.log);
     this.drain = new OutboxDrain(options, this.stored, this.handOffs, () => this.now());
   }
 
@@ -207,21 +207,18 @@ export class SegmentEngine {
   }
 
   /**
-   * The workspaces the tick wakes: with outbox rows, due timers, or definitions to recompute. A
-   * definition this process found unreadable (StoredSegments) is not recomputed until it is saved
-   * again, so it is no work: it would otherwise wake its workspace every second for nothing.
+   * The workspaces the tick wakes: with outbox rows, due timers, or definitions to recompute (a
+   * failing one only once its retry is due: StoredSegments).
    */
   async workspacesWithWork(): Promise<string[]> {
-    const unreadable = this.stored.unreadableDefinitions();
     const { rows } = await this.options.pool.query<{ id: string }>(
       `SELECT w.id FROM workspaces w WHERE
         EXISTS (SELECT 1 FROM segment_outbox o WHERE o.workspace_id = w.id)
         OR EXISTS (SELECT 1 FROM segment_timers t WHERE t.workspace_id = w.id AND t.due_at <= $1)
         OR EXISTS (SELECT 1 FROM segments s WHERE s.workspace_id = w.id
-          AND (s.last_recomputed IS NULL OR s.last_recomputed < s.definition_updated_at)
-          AND NOT EXISTS (SELECT 1 FROM unnest($2::uuid[], $3::timestamptz[]) u (id, at)
-            WHERE u.id = s.id AND u.at = s.definition_updated_at))`,
-      [this.now(), unreadable.ids, unreadable.instants],
+          AND (s.last_recomputed IS NULL OR s.last_recomputed < s.definition_updated_at OR s.evaluation_error IS NOT NULL)
+          AND (s.evaluation_retry_at IS NULL OR s.evaluation_retry_at <= $1))`,
+      [this.now()],
     );
     return rows.map((r) => r.id);
   }
@@ -231,19 +228,21 @@ export class SegmentEngine {
   }
 
   private async recomputePending(db: pg.PoolClient, workspaceId: string) {
-    const pending = await this.stored.read(db, workspaceId, "(last_recomputed IS NULL OR last_recomputed < definition_updated_at)");
+    const pending = await this.stored.pendingRecompute(db, workspaceId);
     if (pending.length === 0) return;
     const groups = await this.groupTypes(db, workspaceId);
     let signalled = 0;
     for (const s of pending) {
-      await inTransaction(db, async () => {
-        // Hashes and sorts over a whole workspace stay in memory.
-        await db.query("SET LOCAL work_mem = '64MB'");
-        const { signals } = await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
-          full: { definitionUpdatedAt: s.definition_updated_at, dependsOn: segmentDependencies(s.definition) },
-        });
-        signalled += signals;
-      });
+      const evaluated = await this.stored.isolated(db, workspaceId, s, () =>
+        inTransaction(db, async () => {
+          // Hashes and sorts over a whole workspace stay in memory.
+          await db.query("SET LOCAL work_mem = '64MB'");
+          return evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
+            full: { definitionUpdatedAt: s.definition_updated_at, dependsOn: segmentDependencies(s.definition) },
+          });
+        }),
+      );
+      signalled += evaluated?.signals ?? 0;
     }
     if (signalled > 0) this.options.onSignals?.(workspaceId);
   }
@@ -266,7 +265,10 @@ export class SegmentEngine {
       for (const r of rows) {
         fired += r.ids.length;
         const s = segments.get(r.segment_id);
-        if (s) signalled += (await evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, now, r.ids)).signals;
+        if (s) {
+          const evaluate = () => evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, now, r.ids);
+          signalled += (await this.stored.isolated(db, workspaceId, s, evaluate, true))?.signals ?? 0;
+        }
         // A timer whose evaluation sets the same instant again would fire forever.
         await db.query("DELETE FROM segment_timers WHERE workspace_id = $1 AND segment_id = $2 AND profile_id = ANY($3) AND due_at <= $4", [
           workspaceId,

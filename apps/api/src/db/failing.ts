@@ -1,0 +1,79 @@
+// A stored definition (a segment's, a journey's) that fails when it is evaluated is isolated: the
+// row is marked failing with the reason and a time to try again (a growing back-off), skipped
+// until then, and the workspace's other definitions go on (docs/security.md).
+import type { DefinitionFailure } from "@tidings/schema";
+import pg from "pg";
+
+/** A definition that cannot be evaluated as stored: not the database's fault, nor the network's. */
+export class DefinitionError extends Error {
+  override name = "DefinitionError";
+}
+
+/**
+ * Whether `err` is the definition's own fault: a DefinitionError, or a PostgreSQL error of the
+ * statement's data or text (SQLSTATE classes 22 data exception, 42 syntax or access rule, 54
+ * program limit exceeded). Connection losses, serialization failures, deadlocks, cancels and
+ * constraint violations are the moment's, and retried as before.
+ */
+export function isDefinitionFault(err: unknown): boolean {
+  if (err instanceof DefinitionError) return true;
+  return err instanceof pg.DatabaseError && /^(22|42|54)/.test(err.code ?? "");
+}
+
+/** First retry after this many seconds, doubling per failure in a row up to RETRY_MAX_S. */
+const RETRY_FIRST_S = 5;
+const RETRY_MAX_S = 3600;
+/** A reason is kept to this many characters. */
+const REASON_MAX = 500;
+
+export type FailingTable = "segments" | "journeys";
+
+/**
+ * Marks the row failing with `reason` (on its own connection, outside any failed transaction),
+ * to be tried again after the back-off; only while its definition is still `version` (a newer
+ * one has not failed). `now` is the caller's clock.
+ */
+export async function markFailing(
+  db: Pick<pg.Pool, "query">,
+  table: FailingTable,
+  row: { workspaceId: string; id: string },
+  reason: string,
+  now: Date,
+  version: { column: "definition_updated_at"; value: Date } | { column: "version"; value: number },
+): Promise<void> {
+  await db.query(
+    `UPDATE ${table} SET evaluation_error = $3, evaluation_failures = evaluation_failures + 1,
+       evaluation_failed_at = coalesce(evaluation_failed_at, $4::timestamptz),
+       evaluation_retry_at = $4::timestamptz + make_interval(secs => least($6::float8, $5::float8 * 2 ^ least(evaluation_failures, 20)))
+     WHERE workspace_id = $1 AND id = $2 AND ${version.column} = $7`,
+    [row.workspaceId, row.id, reason.slice(0, REASON_MAX), now, RETRY_FIRST_S, RETRY_MAX_S, version.value],
+  );
+}
+
+/** The SQL assignments that clear a row's failure (a success, or a new definition). */
+export const CLEAR_FAILURE = "evaluation_error = NULL, evaluation_failures = 0, evaluation_failed_at = NULL, evaluation_retry_at = NULL";
+
+/** The same, as Prisma data (a definition saved again is tried at once). */
+export const FAILURE_CLEARED = { evaluationError: null, evaluationFailures: 0, evaluationFailedAt: null, evaluationRetryAt: null };
+
+/** A row's `failing` field of its API resource, while it fails. */
+export function definitionFailure(row: {
+  evaluationError: string | null;
+  evaluationFailures: number;
+  evaluationFailedAt: Date | null;
+  evaluationRetryAt: Date | null;
+}): { failing?: DefinitionFailure } {
+  if (row.evaluationError === null) return {};
+  const since = (row.evaluationFailedAt ?? new Date()).getTime();
+  return {
+    failing: {
+      reason: row.evaluationError,
+      since,
+      failures: row.evaluationFailures,
+      retryAt: (row.evaluationRetryAt ?? new Date(since)).getTime(),
+    },
+  };
+}
+
+/** The message of an error, for a reason. */
+export const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
