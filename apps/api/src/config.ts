@@ -31,7 +31,7 @@ function parseOrigins(value: string, ctx: z.RefinementCtx): string[] {
 const originList = z.string().transform(parseOrigins);
 
 /**
- * One host of TIDINGS_WEBHOOK_ALLOWED_HOSTS in the form a URL's hostname takes (WHATWG URL
+ * One host of TIDINGS_OUTBOUND_ALLOWED_HOSTS in the form a URL's hostname takes (WHATWG URL
  * parsing: lower case, punycode, IPv4 in dotted decimal, IPv6 compressed in brackets), or
  * undefined when the entry is not a bare host (a port, a scheme or a path is not part of an entry).
  * `localhost` and `localhost.` are different hosts; `::1` and `[::1]` the same.
@@ -110,11 +110,18 @@ const EnvSchema = z.object({
   TIDINGS_ADMIN_CORS_ORIGINS: originList
     .default([])
     .describe("Origins whose pages may call the admin API from a browser; none by default."),
+  TIDINGS_OUTBOUND_ALLOWED_HOSTS: z
+    .string()
+    .transform(parseHosts)
+    .default([])
+    .describe(
+      "Hosts that webhooks, providers (base URLs, FCM token endpoints) and SMTP servers may reach although they are (or resolve to) private, loopback or link-local addresses, and SMTP servers on any port.",
+    ),
   TIDINGS_WEBHOOK_ALLOWED_HOSTS: z
     .string()
     .transform(parseHosts)
     .default([])
-    .describe("Hosts webhooks may reach although they are (or resolve to) private, loopback or link-local addresses."),
+    .describe("The older name of TIDINGS_OUTBOUND_ALLOWED_HOSTS; both lists count."),
   TIDINGS_MAX_EVENT_LOOP_DELAY_MS: z.coerce
     .number()
     .int()
@@ -179,10 +186,11 @@ export interface Config {
   /** Browser origins allowed on the admin routes; empty: admin answers no CORS at all. */
   adminCorsOrigins: string[];
   /**
-   * Hosts (as URL hostnames, see normalizeHost) a webhook may target although they are or resolve
-   * to private, loopback or link-local addresses; ports do not matter. Empty: none.
+   * Hosts (as URL hostnames, see normalizeHost) that outbound connections a workspace directs
+   * (webhooks, provider base URLs, FCM token endpoints, SMTP servers) may reach although they are
+   * or resolve to private, loopback or link-local addresses; any port. Empty: none.
    */
-  webhookAllowedHosts: string[];
+  outboundAllowedHosts: string[];
   /**
    * A claimed delivery's lease: its sender renews it every third of it while the provider works,
    * so only a delivery whose sender is gone (no renewal for this long) is claimed again.
@@ -246,7 +254,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: (e.TIDINGS_PUBLIC_URL ?? `http://${/^(0\.0\.0\.0|::)$/.test(e.HOST) ? "127.0.0.1" : e.HOST}:${e.PORT}`).replace(/\/+$/, ""),
     corsOrigins: e.TIDINGS_CORS_ORIGINS,
     adminCorsOrigins: e.TIDINGS_ADMIN_CORS_ORIGINS,
-    webhookAllowedHosts: e.TIDINGS_WEBHOOK_ALLOWED_HOSTS,
+    outboundAllowedHosts: [...new Set([...e.TIDINGS_OUTBOUND_ALLOWED_HOSTS, ...e.TIDINGS_WEBHOOK_ALLOWED_HOSTS])],
     deliveryLeaseSeconds: e.TIDINGS_DELIVERY_LEASE_SECONDS,
     workerConcurrency: e.TIDINGS_WORKER_CONCURRENCY,
     maxEventLoopDelayMs: e.TIDINGS_MAX_EVENT_LOOP_DELAY_MS,

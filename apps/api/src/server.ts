@@ -16,6 +16,7 @@ import { verifySecretKey } from "./messaging/secret-key.ts";
 import { SegmentEngine } from "./segments/engine/index.ts";
 import { BroadcastRunner } from "./broadcasts/runner.ts";
 import { createSenders } from "./messaging/channels/index.ts";
+import { OutboundGuard } from "./messaging/channels/outbound-guard.ts";
 import { Deliverer } from "./messaging/deliver.ts";
 import { SendJobs } from "./messaging/send-jobs.ts";
 import { journeyDeliverySource } from "./journeys/delivery-source.ts";
@@ -61,6 +62,13 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
       );
       return rows[0]!.age;
     },
+    async () => {
+      const { rows } = await db.pool.query<{ segment: number; journey: number }>(
+        `SELECT (SELECT count(*) FROM segments WHERE evaluation_error IS NOT NULL)::int AS segment,
+           (SELECT count(*) FROM journeys WHERE evaluation_error IS NOT NULL)::int AS journey`,
+      );
+      return rows[0]!;
+    },
   );
   const ingestor = new Ingestor(db.pool, {
     // One commit at a time gathers the largest groups; measured fastest on small machines.
@@ -86,7 +94,8 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     log: (msg, err) => log("error", `${msg}: ${err instanceof Error ? err.message : String(err)}`),
   });
   segments.register();
-  const senders = createSenders({ webhookAllowedHosts: config.webhookAllowedHosts, log });
+  const guard = new OutboundGuard(config.outboundAllowedHosts);
+  const senders = createSenders({ guard, log });
   const deliverer = new Deliverer({
     pool: db.pool,
     prisma: db.prisma,
@@ -128,6 +137,7 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     ingestor,
     jobs,
     segments,
+    guard,
     senders,
     sends,
     journeys,

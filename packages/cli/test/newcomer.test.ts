@@ -135,12 +135,12 @@ describe("a webhook URL the send-time guard refuses", () => {
     const res = await runCli(["apply", "-f", dir], { env: ws.env });
     expect(res.status, res.stderr).toBe(0);
     const file = path.join(dir, "hooks.yaml");
-    const hint = "; add the host to TIDINGS_WEBHOOK_ALLOWED_HOSTS to allow it";
+    const hint = "; an operator may allow the host with TIDINGS_OUTBOUND_ALLOWED_HOSTS";
     expect(res.stderr.split("\n")).toEqual([
       `warning: Template "Local hook" (${file}#1) definition.url: sends to it will fail (webhook target refused): 127.0.0.1 is a loopback address${hint}`,
       expect.stringMatching(
         new RegExp(
-          `^warning: Template "Named local hook" \\(${file.replaceAll(/[.\\/]/g, "\\$&")}#2\\) definition\\.url: sends to it will fail \\(webhook target refused\\): localhost resolves to (127\\.0\\.0\\.1|::1), a loopback address; add the host`,
+          `^warning: Template "Named local hook" \\(${file.replaceAll(/[.\\/]/g, "\\$&")}#2\\) definition\\.url: sends to it will fail \\(webhook target refused\\): localhost resolves to a loopback address; an operator may allow the host`,
         ),
       ),
       "",

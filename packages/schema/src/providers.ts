@@ -12,6 +12,7 @@ import {
   WorkspaceQuery,
 } from "./common.js";
 import { Channel } from "./subscription-groups.js";
+import { TemplateWarning } from "./templates.js";
 
 export const ProviderType = z
   .enum(["Smtp", "Twilio", "Fcm", "Expo", "Webhook", "Log"])
@@ -36,10 +37,24 @@ export const providerSecretFields = {
   Log: [],
 } as const satisfies Record<ProviderType, readonly string[]>;
 
+/**
+ * Config fields of each type that say where its secrets are sent: a stored secret is bound to them,
+ * so changing one without sending the secrets again is refused (a secret never follows a new
+ * destination). FCM's token endpoint is the service account's own `token_uri`, inside the secret.
+ */
+export const providerEndpointFields = {
+  Smtp: ["host", "port"],
+  Twilio: ["baseUrl", "accountSid"],
+  Fcm: ["baseUrl", "projectId"],
+  Expo: ["baseUrl"],
+  Webhook: [],
+  Log: [],
+} as const satisfies Record<ProviderType, readonly string[]>;
+
 export const SECRET_MASK_PREFIX = "••••";
 
 const SECRET_NOTE =
-  "Secret: stored encrypted and returned masked — `••••` followed by the last 4 characters when the secret has at least 16, else `••••` alone. On update, omit it (or send the masked value back) to keep the stored one; `null` removes it.";
+  "Secret: stored encrypted and returned masked — `••••` followed by the last 4 characters when the secret has at least 16, else `••••` alone. On update, omit it (or send the masked value back) to keep the stored one; `null` removes it. A stored secret is bound to where it is sent (`host` and `port`, `baseUrl`, `accountSid`, `projectId`): an update changing one of those must send the secret again, else it is a 400 naming the field.";
 const secret = (what: string) => z.string().min(1).max(20_000).describe(`${what}. ${SECRET_NOTE}`);
 /**
  * The config of an update: every field may be left out (it keeps its stored value while the type
@@ -186,7 +201,7 @@ export const UpsertChannelProviderRequestBody = z
     }
   })
   .describe(
-    "Creates or updates the workspace's provider of a channel. While the type stays the same, `config` fields left out keep their stored value (secrets also when sent back masked) and `null` removes an optional field; a new provider, or one whose type changes, needs every required field of its type.",
+    "Creates or updates the workspace's provider of a channel. While the type stays the same, `config` fields left out keep their stored value (secrets also when sent back masked) and `null` removes an optional field; a new provider, or one whose type changes, needs every required field of its type. A stored secret never follows a new destination: changing `host` or `port` (Smtp), `baseUrl` or `accountSid` (Twilio), `baseUrl` or `projectId` (Fcm), `baseUrl` (Expo) without sending the secret again is a 400 naming the field. Every destination (SMTP host and port, base URLs, the FCM key file's `token_uri`) passes the outbound guard: one it would refuse (a loopback, private, link-local… address, or an SMTP port other than 25, 465, 587 and 2525, unless the operator allow-lists the host) is saved with a warning, and sends to it fail.",
   );
 export type UpsertChannelProviderRequestBody = z.infer<typeof UpsertChannelProviderRequestBody>;
 
@@ -201,6 +216,12 @@ const resourceBase = {
     .optional()
     .describe(
       "Present when the stored secrets cannot be decrypted with the server's TIDINGS_SECRET_KEY: their fields are left out of `config`; send new values with PUT.",
+    ),
+  warnings: z
+    .array(TemplateWarning)
+    .optional()
+    .describe(
+      "Answered by PUT only, when a destination of the config would be refused by the outbound guard at send (an address, or a host name resolving to one, that is loopback, private, link-local…, or an SMTP port other than 25, 465, 587 and 2525, unless the operator allow-lists the host with TIDINGS_OUTBOUND_ALLOWED_HOSTS), or did not resolve within a second.",
     ),
 };
 

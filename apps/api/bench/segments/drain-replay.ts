@@ -35,6 +35,7 @@ const idleJobs: JobLayer = {
   start: async () => {},
   stop: async () => {},
   queueStats: async () => ({ depth: 0, oldestAgeSeconds: 0 }),
+  slots: () => 0,
 };
 
 export async function drainReplay(bench: Bench) {

@@ -3,10 +3,8 @@ import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { AppContext } from "../http/context.ts";
 import { route } from "../http/route.ts";
-import { WebhookGuard } from "../messaging/channels/webhook-guard.ts";
 import { applyResources } from "./service.ts";
 
 export const applyRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const webhookGuard = new WebhookGuard(ctx.config.webhookAllowedHosts);
-  route(app, op["resources.apply"], ({ workspaceId, body }) => applyResources(ctx.db.prisma, workspaceId, body, { webhookGuard }));
+  route(app, op["resources.apply"], ({ workspaceId, body }) => applyResources(ctx.db.prisma, workspaceId, body, { guard: ctx.guard }));
 };

@@ -5,7 +5,7 @@ import type { ApplyKind, ApplyRequestBody, ApplyRequestItem, ApplyResponse, Appl
 import type { PrismaClient } from "../db/client.ts";
 import type { Tx } from "../db/upsert.ts";
 import { ApiError } from "../http/errors.ts";
-import type { WebhookGuard } from "../messaging/channels/webhook-guard.ts";
+import type { OutboundGuard } from "../messaging/channels/outbound-guard.ts";
 import { upsertJourney } from "../journeys/service.ts";
 import { upsertSegment } from "../segments/service.ts";
 import { upsertSubscriptionGroup } from "../subscription-groups/service.ts";
@@ -83,7 +83,7 @@ export async function applyResources(
   prisma: PrismaClient,
   workspaceId: string,
   body: ApplyRequestBody,
-  options: { webhookGuard?: WebhookGuard } = {},
+  options: { guard?: OutboundGuard } = {},
 ): Promise<ApplyResponse> {
   for (const [index, item] of body.resources.entries()) {
     const named = item.resource.workspaceId;
@@ -127,7 +127,7 @@ export async function applyResources(
   }
   // Webhook URLs are checked as a template PUT checks them, after the transaction (host names are
   // resolved, up to a second each), a few at a time (lookups share libuv's small thread pool).
-  const guard = options.webhookGuard;
+  const guard = options.guard;
   if (guard) {
     await pMap(
       body.resources.entries(),

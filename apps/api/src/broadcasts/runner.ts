@@ -12,7 +12,7 @@ import type { DeliverySource, StreamSettings } from "../messaging/sources.ts";
 import { parseStoredDefinition } from "../segments/engine/compile.ts";
 import type { SegmentEngine } from "../segments/engine/index.ts";
 import type { PrismaClient } from "../db/client.ts";
-import { releaseBroadcast, START_TASK } from "./service.ts";
+import { broadcastStartKey, releaseBroadcast, START_TASK } from "./service.ts";
 
 const TICK_TASK = "broadcasts.tick";
 const KIND = "broadcast";
@@ -161,6 +161,10 @@ export class BroadcastRunner {
       "SELECT workspace_id, id FROM broadcasts WHERE status = 'Queued' AND created_at < now() - interval '5 seconds'",
     );
     for (const r of rows)
-      await this.o.jobs.add(START_TASK, { workspaceId: r.workspace_id, broadcastId: r.id }, { key: `broadcast-start:${r.id}` });
+      await this.o.jobs.add(
+        START_TASK,
+        { workspaceId: r.workspace_id, broadcastId: r.id },
+        { key: broadcastStartKey(r.workspace_id, r.id) },
+      );
   }
 }

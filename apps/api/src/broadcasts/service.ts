@@ -19,6 +19,8 @@ import { decodeCursor, page } from "../http/pagination.ts";
 import { addJobQuery } from "../jobs/index.ts";
 
 export const START_TASK = "broadcasts.start";
+/** The start job's key: one waiting start per broadcast (ids are the clients', so it names the workspace). */
+export const broadcastStartKey = (workspaceId: string, broadcastId: string) => `broadcast-start:${workspaceId}:${broadcastId}`;
 
 /** The request as stored and compared: what a repeat must equal (the workspace is implied). */
 function requestOf(body: ExecuteBroadcastRequestBody) {
@@ -90,7 +92,7 @@ export async function executeBroadcast(
       if (body.subscriptionGroupId) targets.push({ kind: "SubscriptionGroup", id: body.subscriptionGroupId });
       await lockTargets(tx, workspaceId, targets);
       await setHolds(tx, workspaceId, { kind: "Broadcast", id: created.id }, targets);
-      const job = addJobQuery(START_TASK, { workspaceId, broadcastId: created.id }, { key: `broadcast-start:${created.id}` });
+      const job = addJobQuery(START_TASK, { workspaceId, broadcastId: created.id }, { key: broadcastStartKey(workspaceId, created.id) });
       await tx.$executeRawUnsafe(job.text, ...job.values);
       return created;
     });

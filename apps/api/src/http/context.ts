@@ -5,6 +5,7 @@ import type { Db } from "../db/client.ts";
 import type { Ingestor } from "../ingest/ingestor.ts";
 import type { JobLayer } from "../jobs/index.ts";
 import type { JourneyRuntime } from "../journeys/runtime/index.ts";
+import type { OutboundGuard } from "../messaging/channels/outbound-guard.ts";
 import type { SendJobs } from "../messaging/send-jobs.ts";
 import type { Retention } from "../retention/index.ts";
 import type { SegmentEngine } from "../segments/engine/index.ts";
@@ -19,6 +20,8 @@ export interface AppContext {
   jobs: JobLayer;
   /** Keeps segment membership current (docs/segments.md). */
   segments: SegmentEngine;
+  /** Checks every outbound destination a workspace directs (webhooks, providers, SMTP): one per process. */
+  guard: OutboundGuard;
   /** Channel senders (pooled connections, cached tokens), closed after the jobs stop. */
   senders: { close(): Promise<void> };
   /** The delivery pipeline's senders, per source (broadcasts, journeys). */

@@ -10,6 +10,7 @@ export function createMetrics(
   jobs: Pick<JobLayer, "queueStats">,
   broadcastsRunning: () => Promise<number> = async () => 0,
   outboxOldestAge: () => Promise<number> = async () => 0,
+  failingDefinitions: () => Promise<{ segment: number; journey: number }> = async () => ({ segment: 0, journey: 0 }),
 ) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
@@ -89,6 +90,17 @@ export function createMetrics(
     registers: [registry],
     async collect() {
       this.set(await broadcastsRunning().catch(() => Number.NaN));
+    },
+  });
+  new client.Gauge({
+    name: "tidings_definitions_failing",
+    help: "Segments and journeys set aside because their evaluation fails (GET shows `failing` with the reason); retried with back-off",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+    async collect() {
+      const counts = await failingDefinitions().catch(() => ({ segment: Number.NaN, journey: Number.NaN }));
+      this.set({ kind: "segment" }, counts.segment);
+      this.set({ kind: "journey" }, counts.journey);
     },
   });
   return {

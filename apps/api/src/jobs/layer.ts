@@ -62,6 +62,8 @@ export interface JobLayer {
   /** Stops taking jobs and waits for running ones, at most `stopTimeoutMs`, then releases them to be retried. */
   stop(): Promise<void>;
   queueStats(): Promise<QueueStats>;
+  /** The slots of `lane` in this process when both lanes have tasks (0 in an `api` process). */
+  slots(lane: JobLane): number;
 }
 
 /** A share of a worker's job slots: a task runs on one lane. */
@@ -341,6 +343,9 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
       // While start() runs, stop once it is done; otherwise without yielding first.
       stopping ??= phase === "new" && starting ? starting.catch(() => {}).then(doStop) : doStop();
       return stopping;
+    },
+    slots(lane) {
+      return runsJobs ? laneConcurrency(lane, 2) : 0;
     },
     async queueStats() {
       const { rows } = await pool.query<{ depth: number; oldest_age_seconds: number }>(QUEUE_STATS);

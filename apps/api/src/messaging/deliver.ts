@@ -132,8 +132,8 @@ export class Deliverer {
     return out;
   }
 
-  private claimSize(stream: StreamRef, settings: StreamSettings) {
-    const ms = this.pace.get(stream.id);
+  private claimSize(workspaceId: string, stream: StreamRef, settings: StreamSettings) {
+    const ms = this.pace.get(`${workspaceId}:${stream.id}`);
     let n = ms === undefined ? FIRST_CHUNK : Math.round(CHUNK_TARGET_MS / Math.max(ms, 0.001));
     // A paced stream claims about a second's worth: its sender waits for its slot, not for a chunk.
     if (settings.rateLimitPerSecond) n = Math.min(n, settings.rateLimitPerSecond);
@@ -148,7 +148,7 @@ export class Deliverer {
     const { picked, skipped, toSend } = await claimDeliveries(this.o.pool, {
       workspaceId,
       stream,
-      limit: this.claimSize(stream, settings),
+      limit: this.claimSize(workspaceId, stream, settings),
       leaseSeconds: this.o.leaseSeconds,
       contactTraits: await this.contactTraits(workspaceId, settings),
     });
@@ -169,7 +169,7 @@ export class Deliverer {
     } finally {
       clearInterval(renewal);
     }
-    this.pace.set(stream.id, (performance.now() - started) / toSend.length);
+    this.pace.set(`${workspaceId}:${stream.id}`, (performance.now() - started) / toSend.length);
     if (this.pace.size > 1000) this.pace.delete(this.pace.keys().next().value!);
     return picked;
   }

@@ -17,7 +17,7 @@ const TICK_TASK = "deliveries.tick";
 const SENDERS = 4;
 /** How long a sender claims chunks before it yields its job slot (a chunk under way finishes). */
 const SLICE_MS = 5000;
-/** Two-key advisory lock space of the senders' slots (the second key is hashtext(kind:id:slot)). */
+/** Two-key advisory lock space of the senders' slots (the second key is hashtext(kind:workspace:id:slot)). */
 const SLOT_LOCK_SPACE = 0x7464736e; // "tdsn"
 
 interface SendPayload {
@@ -30,19 +30,34 @@ interface SendPayload {
 export interface SendJobsOptions {
   pool: pg.Pool;
   jobs: JobLayer;
+  /**
+   * Senders of one workspace running at once in this process (default: half the sending lane's
+   * slots, at least 1): a workspace whose providers are slow holds at most these, so the others'
+   * senders always find a slot. A sender over it waits a second in the queue, holding no slot.
+   */
+  perWorkspace?: number;
   deliverer: Deliverer;
   leaseSeconds: number;
   log: JobLog;
 }
 
-const slotKey = (p: Omit<SendPayload, "workspaceId">) => `${p.kind}:${p.id}:${p.slot}`;
-const jobKey = (p: Omit<SendPayload, "workspaceId">) => `send:${slotKey(p)}`;
+// Ids are chosen by clients, so two workspaces may use the same one: every key names the workspace.
+const slotKey = (p: SendPayload) => `${p.kind}:${p.workspaceId}:${p.id}:${p.slot}`;
+const jobKey = (p: SendPayload) => `send:${slotKey(p)}`;
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** How long a sender over its workspace's share waits in the queue before it looks again. */
+const SHARE_WAIT_MS = 1000;
 
 export class SendJobs {
   private sources = new Map<string, DeliverySource>();
+  /** Senders running in this process, per workspace. */
+  private running = new Map<string, number>();
+  private readonly perWorkspace: number;
 
-  constructor(private o: SendJobsOptions) {}
+  constructor(private o: SendJobsOptions) {
+    this.perWorkspace = o.perWorkspace ?? Math.max(1, Math.floor(o.jobs.slots("send") / 2));
+  }
 
   /** Adds a kind of source; call before `register()`. */
   addSource(source: DeliverySource) {
@@ -62,7 +77,7 @@ export class SendJobs {
    */
   wakeQueries(kind: string, workspaceId: string, id: string, paced: boolean): SqlQuery[] {
     return Array.from({ length: paced ? 1 : SENDERS }, (_, slot) =>
-      addJobQuery(SEND_TASK, { kind, workspaceId, id, slot } satisfies SendPayload, { key: jobKey({ kind, id, slot }) }),
+      addJobQuery(SEND_TASK, { kind, workspaceId, id, slot } satisfies SendPayload, { key: jobKey({ kind, workspaceId, id, slot }) }),
     );
   }
 
@@ -77,8 +92,27 @@ export class SendJobs {
     return source;
   }
 
-  /** One sender's slice: take the slot (or leave: a live sender has it), send, yield or report. */
+  /**
+   * One sender's slice, within its workspace's share of this process's senders: take the slot (or
+   * leave: a live sender has it), send, yield or report.
+   */
   async send(p: SendPayload, stopping?: AbortSignal) {
+    const running = this.running.get(p.workspaceId) ?? 0;
+    if (running >= this.perWorkspace) {
+      await this.o.jobs.add(SEND_TASK, p, { key: jobKey(p), runAt: new Date(Date.now() + SHARE_WAIT_MS) });
+      return;
+    }
+    this.running.set(p.workspaceId, running + 1);
+    try {
+      await this.sendInSlot(p, stopping);
+    } finally {
+      const left = (this.running.get(p.workspaceId) ?? 1) - 1;
+      if (left > 0) this.running.set(p.workspaceId, left);
+      else this.running.delete(p.workspaceId);
+    }
+  }
+
+  private async sendInSlot(p: SendPayload, stopping?: AbortSignal) {
     const source = this.source(p.kind);
     const stream: StreamRef = { column: source.column, id: p.id };
     const client = await this.o.pool.connect();
@@ -145,7 +179,7 @@ export class SendJobs {
            SELECT 1 FROM pg_locks l, generate_series(0, $5::int - 1) AS slot
            WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
              AND l.objsubid = 2 AND l.classid = $3::int8::oid
-             AND l.objid = (hashtext($4 || ':' || a.id || ':' || slot)::int8 & 4294967295)::oid)`,
+             AND l.objid = (hashtext($4 || ':' || a.workspace_id || ':' || a.id || ':' || slot)::int8 & 4294967295)::oid)`,
         [streams.map((s) => s.workspaceId), streams.map((s) => s.id), SLOT_LOCK_SPACE, source.kind, SENDERS],
       );
       for (const r of idle) {

@@ -3,14 +3,13 @@ import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { AppContext } from "../http/context.ts";
 import { route } from "../http/route.ts";
-import { WebhookGuard } from "../messaging/channels/webhook-guard.ts";
 import { renderTemplateRequest } from "./render.ts";
 import { webhookWarnings } from "./webhook-warnings.ts";
 import { deleteTemplate, findTemplate, listTemplates, toTemplateResource, upsertTemplate } from "./service.ts";
 
 export const templateRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
   const { prisma } = ctx.db;
-  const guard = new WebhookGuard(ctx.config.webhookAllowedHosts);
+  const { guard } = ctx;
   route(app, op["templates.upsert"], async ({ workspaceId, body }) => {
     const template = await upsertTemplate(prisma, workspaceId, body);
     const warnings = await webhookWarnings(template, { guard });

@@ -3,15 +3,13 @@
 // later, or allow-listed — but the PUT answers a warning, so the first failed delivery is not the
 // first sign. The check is the sender's own guard (messaging/channels/webhook-guard.ts).
 import type { MessageTemplateDefinition, TemplateWarning } from "@tidings/schema";
-import type { WebhookGuard, WebhookResolver } from "../messaging/channels/webhook-guard.ts";
+import type { OutboundGuard } from "../messaging/channels/outbound-guard.ts";
 
 /** How long a PUT waits for a webhook host name to resolve before it warns that it could not. */
 export const WEBHOOK_LOOKUP_TIMEOUT_MS = 1000;
 
 export interface WebhookWarningOptions {
-  guard: WebhookGuard;
-  /** Defaults to the system resolver, as sends use. */
-  resolver?: WebhookResolver;
+  guard: OutboundGuard;
   timeoutMs?: number;
 }
 
@@ -24,10 +22,7 @@ async function urlWarning(url: string, options: WebhookWarningOptions): Promise<
   }
   const host = parsed.hostname.toLowerCase();
   if (host.includes("{") || host.includes("%7b")) return undefined;
-  const verdict = await options.guard.check(parsed, {
-    timeoutMs: options.timeoutMs ?? WEBHOOK_LOOKUP_TIMEOUT_MS,
-    ...(options.resolver ? { resolver: options.resolver } : {}),
-  });
+  const verdict = await options.guard.check(parsed, { timeoutMs: options.timeoutMs ?? WEBHOOK_LOOKUP_TIMEOUT_MS });
   if (!verdict) return undefined;
   if ("refused" in verdict) return `sends to it will fail (webhook target refused): ${verdict.refused}`;
   return `${verdict.unresolved}, so it was not checked against the webhook target guard (sends check it again and fail if it is refused)`;

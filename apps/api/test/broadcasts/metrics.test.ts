@@ -28,7 +28,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  t = await createTestApp({ webhookAllowedHosts: ["127.0.0.1"] });
+  t = await createTestApp({ outboundAllowedHosts: ["127.0.0.1"] });
 });
 afterAll(async () => {
   await t?.close();

@@ -17,7 +17,7 @@ beforeAll(async () => {
   });
   receiverUrl = receiver.url;
   // The default worker concurrency (8: 4 sending, 4 for everything else).
-  t = await createTestApp({ webhookAllowedHosts: ["127.0.0.1"] });
+  t = await createTestApp({ outboundAllowedHosts: ["127.0.0.1"] });
 });
 afterAll(async () => {
   await t?.close();

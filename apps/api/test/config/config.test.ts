@@ -19,10 +19,10 @@ describe("configuration", () => {
   });
 
   it("TIDINGS_WEBHOOK_ALLOWED_HOSTS: hosts as URL hostnames, no ports", () => {
-    expect(loadConfig({}).webhookAllowedHosts).toEqual([]);
+    expect(loadConfig({}).outboundAllowedHosts).toEqual([]);
     const hosts = " Hooks.Internal ,10.0.0.5,::1,[fd00::1], localhost., 127.1, hooks.internal";
     const expected = ["hooks.internal", "10.0.0.5", "[::1]", "[fd00::1]", "localhost.", "127.0.0.1"];
-    expect(loadConfig({ TIDINGS_WEBHOOK_ALLOWED_HOSTS: hosts }).webhookAllowedHosts).toEqual(expected);
+    expect(loadConfig({ TIDINGS_WEBHOOK_ALLOWED_HOSTS: hosts }).outboundAllowedHosts).toEqual(expected);
     for (const bad of ["hooks.internal:8080", "http://hooks.internal", "hooks.internal/x", "user@hooks.internal", "10.0.0.5:"]) {
       expect(() => loadConfig({ TIDINGS_WEBHOOK_ALLOWED_HOSTS: bad })).toThrow(/TIDINGS_WEBHOOK_ALLOWED_HOSTS/);
     }

@@ -24,7 +24,7 @@ beforeAll(async () => {
     got.set(id, [...(got.get(id) ?? []), body]);
     res.writeHead(200).end();
   });
-  t = await createTestApp({ webhookAllowedHosts: ["127.0.0.1"], clock: clock.read });
+  t = await createTestApp({ outboundAllowedHosts: ["127.0.0.1"], clock: clock.read });
 });
 afterAll(async () => {
   await t?.close();

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EmailSender, type SmtpSenderConfig } from "../../src/messaging/channels/email.ts";
 import type { EmailRendered, OutgoingMessage } from "../../src/messaging/channels/types.ts";
 import { renderEmail } from "../../src/messaging/render-email.ts";
+import { loopback } from "../support/outbound.ts";
 
 const USER = "tidings";
 const PASSWORD = "s3cret-pa55";
@@ -92,8 +93,8 @@ async function smtp(hooks: Parameters<typeof startSmtp>[0] = {}) {
   cleanups.push(s.close);
   return s;
 }
-function sender(options: ConstructorParameters<typeof EmailSender>[0] = {}) {
-  const s = new EmailSender({ connectionTimeoutMs: 2_000, greetingTimeoutMs: 1_000, socketTimeoutMs: 3_000, ...options });
+function sender(options: Partial<ConstructorParameters<typeof EmailSender>[0]> = {}) {
+  const s = new EmailSender({ ...loopback, connectionTimeoutMs: 2_000, greetingTimeoutMs: 1_000, socketTimeoutMs: 3_000, ...options });
   cleanups.push(() => s.close());
   return s;
 }

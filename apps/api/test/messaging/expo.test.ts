@@ -6,6 +6,7 @@ import { ExpoSender } from "../../src/messaging/channels/expo.ts";
 import type { OutgoingMessage, PushRendered } from "../../src/messaging/channels/types.ts";
 import { ExpoDouble, expoErrors } from "./doubles/expo.ts";
 import { deadUrl } from "./doubles/server.ts";
+import { loopback } from "../support/outbound.ts";
 
 let expo: ExpoDouble;
 beforeEach(async () => {
@@ -30,7 +31,7 @@ const ticketIdByToken = () => new Map(expo.batches.flatMap((b) => b.messages.map
 
 describe("ExpoSender", () => {
   it("posts the documented message fields as a JSON array", async () => {
-    const outcomes = await new ExpoSender().send(
+    const outcomes = await new ExpoSender(loopback).send(
       [
         push(token(1), { title: "Hi", body: "There", imageUrl: "https://img.example/x.png", data: { orderId: "42" } }),
         push("ExpoPushToken[abc]"),
@@ -57,11 +58,11 @@ describe("ExpoSender", () => {
   it("sends the access token as a bearer token when configured", async () => {
     await expo.close();
     expo = await new ExpoDouble({ accessToken: "expo-access-token-123" }).start();
-    const ok = await new ExpoSender().send([push(token(1))], config({ accessToken: "expo-access-token-123" }));
+    const ok = await new ExpoSender(loopback).send([push(token(1))], config({ accessToken: "expo-access-token-123" }));
     expect(ok[0]!.status).toBe("sent");
     expect(expo.requests[0]!.headers.authorization).toBe("Bearer expo-access-token-123");
 
-    const refused = await new ExpoSender().send([push(token(2)), push(token(3))], config({ accessToken: "wrong" }));
+    const refused = await new ExpoSender(loopback).send([push(token(2)), push(token(3))], config({ accessToken: "wrong" }));
     const reason = "Expo UNAUTHORIZED: The bearer token is invalid; this project requires an access token. (HTTP 401)";
     expect(refused).toEqual([
       { status: "failed", reason },
@@ -71,7 +72,7 @@ describe("ExpoSender", () => {
 
   it("splits 250 messages into requests of 100, 100 and 50 and maps tickets in order", async () => {
     const batch = many(250);
-    const outcomes = await new ExpoSender().send(batch, config());
+    const outcomes = await new ExpoSender(loopback).send(batch, config());
 
     expect(expo.requests).toHaveLength(3);
     expect(expo.batches.map((b) => b.messages.length).sort((a, b) => b - a)).toEqual([100, 100, 50]);
@@ -86,7 +87,7 @@ describe("ExpoSender", () => {
     expo.ticketErrors.set(token(3), "DeviceNotRegistered");
     expo.ticketErrors.set(token(150), "MessageTooBig");
     expo.ticketErrors.set(token(160), "MessageRateExceeded");
-    const outcomes = await new ExpoSender().send(many(200), config());
+    const outcomes = await new ExpoSender(loopback).send(many(200), config());
 
     expect(outcomes[3]).toEqual({
       status: "failed",
@@ -103,7 +104,7 @@ describe("ExpoSender", () => {
   it("retries every message of a request answered 429 (with Retry-After) or 5xx, not the others", async () => {
     expo.failNext({ ...expoErrors(429, "TOO_MANY_REQUESTS", "Rate limit exceeded"), headers: { "retry-after": "12" } });
     expo.failNext(expoErrors(502, "INTERNAL_SERVER_ERROR", "An unknown error occurred."));
-    const outcomes = await new ExpoSender({ concurrency: 1 }).send(many(250), config());
+    const outcomes = await new ExpoSender({ ...loopback, concurrency: 1 }).send(many(250), config());
 
     expect(expo.requests.map((r) => (JSON.parse(r.body) as unknown[]).length)).toEqual([100, 100, 50]);
     for (const o of outcomes.slice(0, 100)) {
@@ -120,7 +121,7 @@ describe("ExpoSender", () => {
     expo.failNext(
       expoErrors(400, "PUSH_TOO_MANY_EXPERIENCE_IDS", "All push notification messages in the same request must be for the same project."),
     );
-    const outcomes = await new ExpoSender().send(many(3), config());
+    const outcomes = await new ExpoSender(loopback).send(many(3), config());
     const reason =
       "Expo PUSH_TOO_MANY_EXPERIENCE_IDS: All push notification messages in the same request must be for the same project. (HTTP 400)";
     expect(outcomes).toEqual([
@@ -131,7 +132,7 @@ describe("ExpoSender", () => {
   });
 
   it("fails malformed tokens without sending them, so they cannot sink their request", async () => {
-    const outcomes = await new ExpoSender().send([push(token(1)), push("not-a-token"), push(token(2))], config());
+    const outcomes = await new ExpoSender(loopback).send([push(token(1)), push("not-a-token"), push(token(2))], config());
     expect(outcomes[1]).toEqual({ status: "failed", reason: 'InvalidExpoPushToken: "not-a-token" is not an Expo push token' });
     expect(outcomes[0]!.status).toBe("sent");
     expect(outcomes[2]!.status).toBe("sent");
@@ -139,19 +140,19 @@ describe("ExpoSender", () => {
   });
 
   it("retries when the connection fails, the answer is slow, or tickets do not match the messages", async () => {
-    const [refused] = await new ExpoSender().send([push(token(1))], config({ baseUrl: await deadUrl() }));
+    const [refused] = await new ExpoSender(loopback).send([push(token(1))], config({ baseUrl: await deadUrl() }));
     expect(refused!.status).toBe("retry");
     expect((refused as { reason: string }).reason).toMatch(/ECONNREFUSED/);
 
     expo.failNext({ status: 200, body: { data: [{ status: "ok", id: "only-one" }] } });
-    const short = await new ExpoSender().send([push(token(1)), push(token(2))], config());
+    const short = await new ExpoSender(loopback).send([push(token(1)), push(token(2))], config());
     expect(short).toEqual([
       { status: "retry", reason: "Expo answered 1 tickets for 2 messages" },
       { status: "retry", reason: "Expo answered 1 tickets for 2 messages" },
     ]);
 
     expo.delayMs = 500;
-    const [slow] = await new ExpoSender({ timeoutMs: 100 }).send([push(token(1))], config());
+    const [slow] = await new ExpoSender({ ...loopback, timeoutMs: 100 }).send([push(token(1))], config());
     expect(slow).toEqual({ status: "retry", reason: "Expo: no answer within 100 ms" });
   });
 

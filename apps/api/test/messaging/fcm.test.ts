@@ -7,6 +7,7 @@ import { FcmSender } from "../../src/messaging/channels/fcm.ts";
 import type { OutgoingMessage, PushRendered } from "../../src/messaging/channels/types.ts";
 import { FCM_SCOPE, FcmDouble, googleError } from "./doubles/fcm.ts";
 import { deadUrl } from "./doubles/server.ts";
+import { loopback } from "../support/outbound.ts";
 
 const PROJECT = "tidings-test";
 const EMAIL_A = "sender@tidings-test.iam.gserviceaccount.com";
@@ -65,7 +66,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("FcmSender", () => {
   it("exchanges a signed JWT for a token and sends the documented v1 message", async () => {
-    const sender = new FcmSender();
+    const sender = new FcmSender(loopback);
     const outcomes = await sender.send(
       [push("device-1", { title: "Hi", body: "There", imageUrl: "https://img.example/x.png", data: { orderId: "42", kind: "shipped" } })],
       config(),
@@ -100,14 +101,14 @@ describe("FcmSender", () => {
   });
 
   it("leaves image and data out when there are none", async () => {
-    await new FcmSender().send([push("device-1")], config());
+    await new FcmSender(loopback).send([push("device-1")], config());
     expect(JSON.parse(fcm.requests.at(-1)!.body)).toEqual({
       message: { token: "device-1", notification: { title: "Title", body: "Body" } },
     });
   });
 
   it("caches the access token across sends and batches (one exchange per service account)", async () => {
-    const sender = new FcmSender({ concurrency: 4 });
+    const sender = new FcmSender({ ...loopback, concurrency: 4 });
     const batch = Array.from({ length: 10 }, (_, i) => push(`device-${i}`, {}, i));
     const first = await sender.send(batch, config());
     await sender.send([push("device-x")], config());
@@ -129,7 +130,7 @@ describe("FcmSender", () => {
 
   it("renews the token shortly before it expires", async () => {
     await startDouble(2); // tokens live 2 s; the sender renews them after half that
-    const sender = new FcmSender();
+    const sender = new FcmSender(loopback);
     await sender.send([push("device-1")], config());
     await sender.send([push("device-2")], config());
     expect(fcm.exchanges).toHaveLength(1);
@@ -148,7 +149,7 @@ describe("FcmSender", () => {
   });
 
   it("on 401 renews the token once and sends again", async () => {
-    const sender = new FcmSender({ concurrency: 3 });
+    const sender = new FcmSender({ ...loopback, concurrency: 3 });
     await sender.send([push("device-0")], config());
     fcm.revokeTokens();
     const outcomes = await sender.send(
@@ -163,7 +164,7 @@ describe("FcmSender", () => {
 
   it("fails when the renewed token is refused too (only one renewal)", async () => {
     fcm.refuseAllTokens = true;
-    const outcomes = await new FcmSender().send([push("device-1")], config());
+    const outcomes = await new FcmSender(loopback).send([push("device-1")], config());
     expect(outcomes).toEqual([
       {
         status: "failed",
@@ -177,7 +178,7 @@ describe("FcmSender", () => {
   it("fails UNREGISTERED and INVALID_ARGUMENT tokens, sends the others", async () => {
     fcm.unregistered.add("gone");
     fcm.invalid.add("garbage");
-    const outcomes = await new FcmSender().send([push("ok-1"), push("gone"), push("garbage"), push("ok-2")], config());
+    const outcomes = await new FcmSender(loopback).send([push("ok-1"), push("gone"), push("garbage"), push("ok-2")], config());
     expect(outcomes[0]!.status).toBe("sent");
     expect(outcomes[1]).toEqual({ status: "failed", reason: "FCM UNREGISTERED: Requested entity was not found. (HTTP 404)" });
     expect(outcomes[2]).toEqual({
@@ -195,7 +196,7 @@ describe("FcmSender", () => {
       sendOnly,
     );
     fcm.failNext(googleError(503, "UNAVAILABLE", "The service is currently unavailable.", "UNAVAILABLE"), sendOnly);
-    const sender = new FcmSender({ concurrency: 1 });
+    const sender = new FcmSender({ ...loopback, concurrency: 1 });
     const outcomes = await sender.send([push("a"), push("b"), push("c")], config());
     expect(outcomes).toEqual([
       { status: "retry", reason: "FCM QUOTA_EXCEEDED: Quota exceeded (HTTP 429)", retryAfterMs: 30_000 },
@@ -206,7 +207,7 @@ describe("FcmSender", () => {
 
   it("retries every message when the token endpoint is down or unreachable", async () => {
     fcm.failNext({ status: 503, body: { error: "backend_error" }, headers: { "retry-after": "5" } });
-    const outcomes = await new FcmSender().send([push("a"), push("b")], config());
+    const outcomes = await new FcmSender(loopback).send([push("a"), push("b")], config());
     expect(outcomes).toEqual([
       { status: "retry", reason: `FCM token exchange at ${fcm.tokenUri} failed: backend_error (HTTP 503)`, retryAfterMs: 5000 },
       { status: "retry", reason: `FCM token exchange at ${fcm.tokenUri} failed: backend_error (HTTP 503)`, retryAfterMs: 5000 },
@@ -214,7 +215,7 @@ describe("FcmSender", () => {
     expect(fcm.pushes).toHaveLength(0);
 
     const dead = await deadUrl();
-    const [unreachable] = await new FcmSender().send(
+    const [unreachable] = await new FcmSender(loopback).send(
       [push("a")],
       config({ serviceAccountJson: serviceAccountJson(EMAIL_A, keyA.privateKey, `${dead}/token`) }),
     );
@@ -224,7 +225,7 @@ describe("FcmSender", () => {
 
   it("fails every message when Google refuses the JWT (key not the account's)", async () => {
     // Signed with B's key but claiming to be A: the double's signature check refuses it.
-    const outcomes = await new FcmSender().send(
+    const outcomes = await new FcmSender(loopback).send(
       [push("a"), push("b")],
       config({ serviceAccountJson: serviceAccountJson(EMAIL_A, keyB.privateKey) }),
     );
@@ -237,13 +238,13 @@ describe("FcmSender", () => {
   });
 
   it("fails every message when the service account JSON is unusable", async () => {
-    const outcomes = await new FcmSender().send(
+    const outcomes = await new FcmSender(loopback).send(
       [push("a")],
       config({ serviceAccountJson: JSON.stringify({ client_email: EMAIL_A, private_key: "not a key", token_uri: fcm.tokenUri }) }),
     );
     expect(outcomes[0]!.status).toBe("failed");
     expect((outcomes[0] as { reason: string }).reason).toMatch(/^FCM: service account private_key is not a readable PEM key/);
-    const missing = await new FcmSender().send([push("a")], config({ serviceAccountJson: JSON.stringify({ private_key: "x" }) }));
+    const missing = await new FcmSender(loopback).send([push("a")], config({ serviceAccountJson: JSON.stringify({ private_key: "x" }) }));
     expect(missing).toEqual([{ status: "failed", reason: "FCM: service account JSON has no client_email" }]);
     expect(fcm.requests).toHaveLength(0);
   });

@@ -23,7 +23,7 @@ beforeAll(async () => {
     res.writeHead(200).end();
   });
   receiverUrl = receiver.url;
-  t = await createTestApp({ webhookAllowedHosts: ["127.0.0.1"] });
+  t = await createTestApp({ outboundAllowedHosts: ["127.0.0.1"] });
 });
 afterAll(async () => {
   await t?.close();

@@ -5,6 +5,7 @@ import { TwilioSender } from "../../src/messaging/channels/twilio.ts";
 import type { OutgoingMessage, SmsRendered } from "../../src/messaging/channels/types.ts";
 import { deadUrl } from "./doubles/server.ts";
 import { TwilioDouble, twilioError } from "./doubles/twilio.ts";
+import { loopback } from "../support/outbound.ts";
 
 const ACCOUNT_SID = "AC0123456789abcdef0123456789abcdef";
 const AUTH_TOKEN = "auth-token-0123456789";
@@ -34,7 +35,7 @@ const sms = (to: string, body: string, i = 0): OutgoingMessage<SmsRendered> => (
 
 describe("TwilioSender", () => {
   it("posts a form with To, Body and From, with Basic auth, and keeps the message sid", async () => {
-    const outcomes = await new TwilioSender().send([sms("+14155550100", "Hello & welcome = 100% ✓")], config());
+    const outcomes = await new TwilioSender(loopback).send([sms("+14155550100", "Hello & welcome = 100% ✓")], config());
 
     expect(twilio.requests).toHaveLength(1);
     const req = twilio.requests[0]!;
@@ -53,7 +54,7 @@ describe("TwilioSender", () => {
   });
 
   it("sends through the messaging service, without From, when one is configured", async () => {
-    const outcomes = await new TwilioSender().send(
+    const outcomes = await new TwilioSender(loopback).send(
       [sms("+14155550100", "hi")],
       config({ messagingServiceSid: "MG0123456789abcdef0123456789abcdef" }),
     );
@@ -64,7 +65,7 @@ describe("TwilioSender", () => {
   it("answers one outcome per message, in order, with bounded concurrency", async () => {
     twilio.delayMs = 40;
     const batch = Array.from({ length: 12 }, (_, i) => sms(`+1415555${String(100 + i).padStart(4, "0")}`, `m${i}`, i));
-    const outcomes = await new TwilioSender({ concurrency: 3 }).send(batch, config());
+    const outcomes = await new TwilioSender({ ...loopback, concurrency: 3 }).send(batch, config());
 
     expect(twilio.maxInFlight).toBe(3);
     expect(outcomes).toHaveLength(12);
@@ -74,7 +75,7 @@ describe("TwilioSender", () => {
 
   it("fails permanently on Twilio's 4xx errors, with its code and message", async () => {
     twilio.rejectTo.set("+14155550199", twilioError(400, 21610, "Attempt to send to unsubscribed recipient"));
-    const outcomes = await new TwilioSender().send(
+    const outcomes = await new TwilioSender(loopback).send(
       [sms("+14155550100", "ok"), sms("not-a-number", "bad"), sms("+14155550199", "stopped")],
       config(),
     );
@@ -84,36 +85,36 @@ describe("TwilioSender", () => {
   });
 
   it("fails permanently when the credentials are refused", async () => {
-    const outcomes = await new TwilioSender().send([sms("+14155550100", "hi")], config({ authToken: "wrong-token" }));
+    const outcomes = await new TwilioSender(loopback).send([sms("+14155550100", "hi")], config({ authToken: "wrong-token" }));
     expect(outcomes).toEqual([{ status: "failed", reason: "Twilio error 20003: Authenticate (HTTP 401)" }]);
     expect(twilio.messages).toHaveLength(0);
   });
 
   it("retries on 429 honouring Retry-After (seconds or HTTP-date), and on 5xx", async () => {
     twilio.failNext({ ...twilioError(429, 20429, "Too Many Requests"), headers: { "retry-after": "7" } });
-    const [limited] = await new TwilioSender().send([sms("+14155550100", "hi")], config());
+    const [limited] = await new TwilioSender(loopback).send([sms("+14155550100", "hi")], config());
     expect(limited).toEqual({ status: "retry", reason: "Twilio error 20429: Too Many Requests (HTTP 429)", retryAfterMs: 7000 });
 
     const at = new Date(Date.now() + 60_000).toUTCString();
     twilio.failNext({ ...twilioError(503, 20503, "Service unavailable"), headers: { "retry-after": at } });
-    const [unavailable] = await new TwilioSender().send([sms("+14155550100", "hi")], config());
+    const [unavailable] = await new TwilioSender(loopback).send([sms("+14155550100", "hi")], config());
     expect(unavailable!.status).toBe("retry");
     expect((unavailable as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(55_000);
     expect((unavailable as { retryAfterMs: number }).retryAfterMs).toBeLessThanOrEqual(60_000);
 
     twilio.failNext({ status: 500, body: "<html>oops</html>", headers: { "content-type": "text/html" } });
-    const [crashed] = await new TwilioSender().send([sms("+14155550100", "hi")], config());
-    expect(crashed).toEqual({ status: "retry", reason: "Twilio error: <html>oops</html> (HTTP 500)" });
+    const [crashed] = await new TwilioSender(loopback).send([sms("+14155550100", "hi")], config());
+    expect(crashed).toEqual({ status: "retry", reason: "Twilio error: no error message in the answer (HTTP 500)" });
     expect(twilio.messages).toHaveLength(0);
   });
 
   it("retries when the connection fails or the answer is too slow", async () => {
-    const [refused] = await new TwilioSender().send([sms("+14155550100", "hi")], config({ baseUrl: await deadUrl() }));
+    const [refused] = await new TwilioSender(loopback).send([sms("+14155550100", "hi")], config({ baseUrl: await deadUrl() }));
     expect(refused!.status).toBe("retry");
     expect((refused as { reason: string }).reason).toMatch(/ECONNREFUSED/);
 
     twilio.delayMs = 500;
-    const [slow] = await new TwilioSender({ timeoutMs: 100 }).send([sms("+14155550100", "hi")], config());
+    const [slow] = await new TwilioSender({ ...loopback, timeoutMs: 100 }).send([sms("+14155550100", "hi")], config());
     expect(slow).toEqual({ status: "retry", reason: "Twilio: no answer within 100 ms" });
   });
 

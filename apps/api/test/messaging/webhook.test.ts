@@ -9,12 +9,11 @@ import { parseRetryAfter } from "../../src/messaging/channels/provider-http.ts";
 import type { OutgoingMessage, WebhookRendered } from "../../src/messaging/channels/types.ts";
 import {
   forbiddenAddressKind,
-  signWebhook,
-  webhookSigningKey,
-  WebhookSender,
-  type WebhookResolver,
-  type WebhookSenderOptions,
-} from "../../src/messaging/channels/webhook.ts";
+  OutboundGuard,
+  type OutboundGuardOptions,
+  type Resolver,
+} from "../../src/messaging/channels/outbound-guard.ts";
+import { signWebhook, WebhookSender, type WebhookSenderOptions, webhookSigningKey } from "../../src/messaging/channels/webhook.ts";
 
 interface Received {
   method: string;
@@ -62,8 +61,10 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-const sender = (options: Partial<WebhookSenderOptions> = {}) => {
-  const s = new WebhookSender({ allowedHosts: ["127.0.0.1"], timeoutMs: 2000, ...options });
+type SenderOptions = Partial<Omit<WebhookSenderOptions, "guard">> & { allowedHosts?: string[] } & OutboundGuardOptions;
+const sender = ({ allowedHosts = ["127.0.0.1"], resolver, dnsCacheMs, ...options }: SenderOptions = {}) => {
+  const guard = new OutboundGuard(allowedHosts, { ...(resolver ? { resolver } : {}), ...(dnsCacheMs !== undefined ? { dnsCacheMs } : {}) });
+  const s = new WebhookSender({ guard, timeoutMs: 2000, ...options });
   senders.push(s);
   return s;
 };
@@ -88,7 +89,7 @@ const sendOne = async (
   return outcome!;
 };
 const resolverOf =
-  (table: Record<string, string[]>): WebhookResolver =>
+  (table: Record<string, string[]>): Resolver =>
   async (host) => {
     const addresses = table[host];
     if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" });
@@ -229,7 +230,7 @@ describe("SSRF guard", () => {
     const viaSystem = await sendOne(sender(), { url: `http://localhost:${port}/hook`, body: "{}" });
     expect(viaSystem).toMatchObject({
       status: "failed",
-      reason: expect.stringMatching(/localhost resolves to (127\.0\.0\.1|::1), a loopback address/),
+      reason: expect.stringMatching(/localhost resolves to a loopback address/),
     });
     expect(received).toHaveLength(0);
     // Listing the name lets the resolved address through: the request really goes to it.
@@ -247,26 +248,26 @@ describe("SSRF guard", () => {
     const s = sender({ resolver });
     expect(await sendOne(s, { url: "http://intranet.test/hook", body: "{}" })).toMatchObject({
       status: "failed",
-      reason: expect.stringMatching(/intranet\.test resolves to 10\.0\.0\.7, a private address/),
+      reason: expect.stringMatching(/intranet\.test resolves to a private address/),
     });
     expect(await sendOne(s, { url: "https://intranet.test/hook", body: "{}" })).toMatchObject({
       status: "failed",
-      reason: expect.stringMatching(/intranet\.test resolves to 10\.0\.0\.7, a private address/),
+      reason: expect.stringMatching(/intranet\.test resolves to a private address/),
     });
     expect(await sendOne(s, { url: `http://mixed.test:${port}/hook`, body: "{}" })).toMatchObject({
       status: "failed",
-      reason: expect.stringMatching(/mixed\.test resolves to 127\.0\.0\.1, a loopback address/),
+      reason: expect.stringMatching(/mixed\.test resolves to a loopback address/),
     });
   });
 
   it("checks the address the connection uses: a resolver answering differently later cannot slip through", async () => {
     let calls = 0;
-    const rebinding: WebhookResolver = async () => [{ address: calls++ === 0 ? "192.0.2.10" : "127.0.0.1", family: 4 }];
+    const rebinding: Resolver = async () => [{ address: calls++ === 0 ? "192.0.2.10" : "127.0.0.1", family: 4 }];
     const s = sender({ resolver: rebinding, dnsCacheMs: 0, timeoutMs: 500 });
     // Whichever answer the connection gets, it never reaches the loopback receiver.
     const first = await sendOne(s, { url: `http://rebind.test:${port}/hook`, body: "{}" });
     const second = await sendOne(s, { url: `http://rebind.test:${port}/hook`, body: "{}" });
-    expect(second).toMatchObject({ status: "failed", reason: expect.stringMatching(/rebind\.test resolves to 127\.0\.0\.1/) });
+    expect(second).toMatchObject({ status: "failed", reason: expect.stringMatching(/rebind\.test resolves to a loopback address/) });
     expect(first.status).not.toBe("sent");
     expect(received).toHaveLength(0);
   });
@@ -285,9 +286,7 @@ describe("SSRF guard", () => {
     });
     expect(await sendOne(s, { url: `${base}/to-name`, body: "{}" })).toEqual({
       status: "failed",
-      reason: expect.stringMatching(
-        /redirect to http:\/\/rebind\.test:\d+\/landing refused: rebind\.test resolves to 127\.0\.0\.1, a loopback address/,
-      ),
+      reason: expect.stringMatching(/redirect to http:\/\/rebind\.test:\d+\/landing refused: rebind\.test resolves to a loopback address/),
     });
     expect(await sendOne(s, { url: `${base}/to-alias`, body: "{}" })).toMatchObject({
       status: "failed",

@@ -28,6 +28,9 @@ describe("PUT /api/admin/providers", () => {
   it("stores an SMTP provider with its password encrypted and masked in the response", async () => {
     const res = await put({ channel: "Email", type: "Smtp", config: { ...smtp, password: PASSWORD } });
     expect(res.status).toBe(200);
+    // The host is checked by the outbound guard at PUT: a name that does not resolve is said.
+    expect(res.body.warnings).toEqual([{ path: "config.host", message: expect.stringMatching(/^smtp\.acme\.test could not be resolved/) }]);
+    delete res.body.warnings;
     expect(res.body).toMatchObject({ id: expect.any(String), workspaceId: ws.id, channel: "Email", type: "Smtp" });
     expect(res.body.config).toEqual({ ...smtp, password: "••••LAST" });
     expect(res.text).not.toContain(PASSWORD);
@@ -50,7 +53,13 @@ describe("PUT /api/admin/providers", () => {
     const box = new SecretBox(t.ctx.config.secretKey!);
     const password = async () => (await providerForSending(t.ctx.db.prisma, box, ws.id, "Email"))?.config;
 
-    const hostOnly = await put({ channel: "Email", type: "Smtp", config: { ...smtp, host: "smtp2.acme.test" } });
+    // The stored password does not follow a new host: it must be sent with it.
+    const moved = await put({ channel: "Email", type: "Smtp", config: { ...smtp, host: "smtp2.acme.test" } });
+    expect(moved.status).toBe(400);
+    expect(moved.body.error.issues).toEqual([
+      { path: "config.host", message: expect.stringMatching(/stored password to a new destination/) },
+    ]);
+    const hostOnly = await put({ channel: "Email", type: "Smtp", config: { ...smtp, host: "smtp2.acme.test", password: PASSWORD } });
     expect(hostOnly.status).toBe(200);
     expect(hostOnly.body.id).toBe(first.body.id);
     expect(hostOnly.body.config).toMatchObject({ host: "smtp2.acme.test", password: "••••LAST" });
@@ -212,7 +221,8 @@ describe("PUT /api/admin/providers: one update rule", () => {
     const created = await put({ channel: "Email", type: "Smtp", config: { ...smtp, password: PASSWORD } }, w);
     expect(created.status).toBe(200);
 
-    const portOnly = await put({ channel: "Email", type: "Smtp", config: { port: 2525 } }, w);
+    expect((await put({ channel: "Email", type: "Smtp", config: { port: 2525 } }, w)).status).toBe(400);
+    const portOnly = await put({ channel: "Email", type: "Smtp", config: { port: 2525, password: PASSWORD } }, w);
     expect(portOnly.status, portOnly.text).toBe(200);
     expect(portOnly.body.config).toEqual({ ...smtp, port: 2525, password: "••••LAST" });
     expect((await providerForSending(t.ctx.db.prisma, box, w.id, "Email"))?.config).toEqual({ ...smtp, port: 2525, password: PASSWORD });

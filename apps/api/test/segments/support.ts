@@ -138,6 +138,7 @@ export function recordingJobs() {
     start: async () => {},
     stop: async () => {},
     queueStats: async () => ({ depth: 0, oldestAgeSeconds: 0 }),
+    slots: () => 0,
   };
   return { jobs, added, notify: (channel: string, payload: string) => listeners.get(channel)!(payload) };
 }

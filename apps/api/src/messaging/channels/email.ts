@@ -1,16 +1,21 @@
 // The Email channel over SMTP (nodemailer): one pooled transport per provider config, one
 // multipart/alternative message per delivery, the SMTP answer mapped to sent / failed / retry.
-// A pool's connection errors reach the log, and the reason of a send the pool gave up on.
+// A pool's connection errors reach the log, and the reason of a send the pool gave up on. The
+// server is connected to at an address the outbound guard resolved and allowed (outbound-guard.ts),
+// on an SMTP port, and credentials are sent only over TLS, unless the host is allow-listed.
 import { createHash } from "node:crypto";
 import { format } from "node:util";
 import type { SmtpConfig } from "@tidings/schema";
 import pMap from "p-map";
 import nodemailer, { type NodemailerError, type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from "nodemailer";
+import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "./outbound-guard.ts";
 import type { ChannelSender, EmailRendered, OutgoingMessage, PermanentFailure, SenderLog, SendOutcome, TransientFailure } from "./types.ts";
 
 export type SmtpSenderConfig = SmtpConfig & { password?: string };
 
 export interface EmailSenderOptions {
+  /** Every SMTP host and port goes through it. */
+  guard: OutboundGuard;
   /** Messages of one batch in flight at once, and SMTP connections per provider. Default 5. */
   concurrency?: number;
   /** Waiting for the TCP (or TLS) connection. Default 5 000 ms. */
@@ -89,8 +94,8 @@ function poolLogger(report: (level: "warn" | "error", message: string) => void) 
   return { trace: quiet, debug: quiet, info: quiet, warn: at("warn"), error: at("error"), fatal: at("error") };
 }
 
-const failed = (reason: string): PermanentFailure => ({ status: "failed", reason: reason.slice(0, MAX_REASON) });
-const retry = (reason: string): TransientFailure => ({ status: "retry", reason: reason.slice(0, MAX_REASON) });
+const failed = (reason: string): PermanentFailure => ({ status: "failed", reason: withoutPrivateAddresses(reason).slice(0, MAX_REASON) });
+const retry = (reason: string): TransientFailure => ({ status: "retry", reason: withoutPrivateAddresses(reason).slice(0, MAX_REASON) });
 
 /** A header value, trimmed; CR/LF or other control characters inside refuse the message. */
 function headerValue(name: string, value: string): string {
@@ -167,11 +172,11 @@ export function outcomeOfError(err: NodemailerError): PermanentFailure | Transie
   }
 }
 
-/** Stable key of the settings a connection depends on (hashed: the password is part of it). */
-function transportKey(config: SmtpSenderConfig): string {
+/** Stable key of what a connection depends on (hashed: the password is part of it); one workspace's pool is never another's. */
+function transportKey(workspaceId: string, address: string, config: SmtpSenderConfig): string {
   const { host, port, secure, username, password } = config;
   return createHash("sha256")
-    .update(JSON.stringify([host, port, secure ?? null, username ?? null, password ?? null]))
+    .update(JSON.stringify([workspaceId, address, host, port, secure ?? null, username ?? null, password ?? null]))
     .digest("hex");
 }
 
@@ -186,11 +191,13 @@ function withTrouble(outcome: PermanentFailure | TransientFailure, err: Nodemail
 }
 
 export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfig> {
-  readonly #options: Required<Omit<EmailSenderOptions, "log">> & Pick<EmailSenderOptions, "log">;
+  readonly #options: Required<Omit<EmailSenderOptions, "log" | "guard">> & Pick<EmailSenderOptions, "log">;
+  readonly #guard: OutboundGuard;
   /** Insertion order is recency: a used transport is moved to the end. */
   readonly #transports = new Map<string, PoolEntry>();
 
-  constructor(options: EmailSenderOptions = {}) {
+  constructor({ guard, ...options }: EmailSenderOptions) {
+    this.#guard = guard;
     this.#options = {
       concurrency: 5,
       connectionTimeoutMs: 5_000,
@@ -213,8 +220,13 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
     this.#options.log?.(level, `email: SMTP ${config.host}:${config.port}: ${message}`);
   }
 
-  #transport(config: SmtpSenderConfig): PoolEntry {
-    const key = transportKey(config);
+  /**
+   * The pool of one workspace's config at an address the guard allowed. The server is connected to
+   * at that address (its name is the TLS server name); credentials require TLS unless the host is
+   * allow-listed (STARTTLS refused by the server fails the send rather than log in in clear).
+   */
+  #transport(workspaceId: string, address: string, config: SmtpSenderConfig): PoolEntry {
+    const key = transportKey(workspaceId, address, config);
     let entry = this.#transports.get(key);
     if (entry) {
       this.#transports.delete(key);
@@ -222,12 +234,15 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
       const o = this.#options;
       const trouble: PoolTrouble = { last: null, logged: null };
       const report = (level: "warn" | "error", message: string) => this.#trouble(trouble, config, level, message);
+      const secure = config.secure ?? config.port === 465;
       const transport: Pool = nodemailer.createTransport({
         pool: true,
-        host: config.host,
+        host: address,
+        servername: config.host,
         port: config.port,
-        secure: config.secure ?? config.port === 465,
+        secure,
         ...(config.username ? { auth: { user: config.username, pass: config.password ?? "" } } : {}),
+        ...(config.username && !secure && !this.#guard.allowed(config.host) ? { requireTLS: true } : {}),
         maxConnections: o.concurrency,
         maxMessages: 100,
         idleTimeout: 60_000,
@@ -250,7 +265,7 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
     return entry;
   }
 
-  async #sendOne(message: OutgoingMessage<EmailRendered>, config: SmtpSenderConfig): Promise<SendOutcome> {
+  async #sendOne(message: OutgoingMessage<EmailRendered>, config: SmtpSenderConfig, address: string): Promise<SendOutcome> {
     let mail: SendMailOptions;
     try {
       mail = buildMail(message, config, this.#options.messageIdDomain);
@@ -261,7 +276,7 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
     const started = Date.now();
     let pool: PoolEntry | undefined;
     try {
-      pool = this.#transport(config);
+      pool = this.#transport(message.workspaceId, address, config);
       const info = await pool.transport.sendMail({ ...mail, signal: AbortSignal.timeout(this.#options.sendTimeoutMs) });
       // Some recipients may be refused while others (Cc, Bcc) were accepted: the delivery is to `to`.
       const to = message.to.trim().toLowerCase();
@@ -278,7 +293,26 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
   }
 
   async send(messages: OutgoingMessage<EmailRendered>[], config: SmtpSenderConfig): Promise<SendOutcome[]> {
-    return pMap(messages, (message) => this.#sendOne(message, config), { concurrency: this.#options.concurrency });
+    let address: string;
+    try {
+      address = await this.#address(config);
+    } catch (err) {
+      const outcome =
+        err instanceof OutboundRefusedError
+          ? failed(`SMTP server refused: ${err.message}`)
+          : retry(`SMTP server ${config.host} could not be resolved (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+      return messages.map(() => outcome);
+    }
+    return pMap(messages, (message) => this.#sendOne(message, config, address), { concurrency: this.#options.concurrency });
+  }
+
+  /** The address to connect to: the host's first the guard allows, on a port it allows. */
+  async #address(config: SmtpSenderConfig): Promise<string> {
+    const refused = this.#guard.smtpRefusal(config.host, config.port);
+    if (refused) throw new OutboundRefusedError(refused);
+    const [first] = await this.#guard.addresses(config.host);
+    if (!first) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${config.host}`), { code: "ENOTFOUND" });
+    return first.address;
   }
 
   async close(): Promise<void> {

@@ -8,7 +8,8 @@
 // Tickets only say Expo accepted the message; delivery receipts (push/getReceipts) come later.
 import type { ExpoConfig } from "@tidings/schema";
 import pMap from "p-map";
-import { clip, DEFAULT_TIMEOUT_MS, httpRequest, isTransientStatus, joinUrl, transient } from "./provider-http.ts";
+import type { OutboundGuard } from "./outbound-guard.ts";
+import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, PushRendered, SendOutcome } from "./types.ts";
 
 export const EXPO_DEFAULT_BASE_URL = "https://exp.host";
@@ -18,6 +19,8 @@ export const EXPO_MAX_MESSAGES_PER_REQUEST = 100;
 const TRANSIENT_TICKET_ERRORS = new Set(["MessageRateExceeded", "ExpoError", "ProviderError"]);
 
 export interface ExpoSenderOptions {
+  /** Every destination (the base URL) goes through it. */
+  guard: OutboundGuard;
   /** Requests (of up to 100 messages) in flight at once per `send` call (default 6, as Expo's SDK). */
   concurrency?: number;
   /** Deadline of one request, answer body included (default 15 s). */
@@ -43,10 +46,16 @@ export function toExpoMessage(m: OutgoingMessage<PushRendered>): Record<string, 
 export class ExpoSender implements ChannelSender<PushRendered, ExpoConfig> {
   private readonly concurrency: number;
   private readonly timeoutMs: number;
+  private readonly http: ProviderHttp;
 
-  constructor(options: ExpoSenderOptions = {}) {
+  constructor(options: ExpoSenderOptions) {
     this.concurrency = Math.max(1, options.concurrency ?? 6);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.http = new ProviderHttp(options.guard);
+  }
+
+  async close(): Promise<void> {
+    await this.http.close();
   }
 
   async send(messages: OutgoingMessage<PushRendered>[], config: ExpoConfig): Promise<SendOutcome[]> {
@@ -86,12 +95,12 @@ export class ExpoSender implements ChannelSender<PushRendered, ExpoConfig> {
 
   private async sendChunk(chunk: OutgoingMessage<PushRendered>[], url: string, headers: Record<string, string>): Promise<SendOutcome[]> {
     const all = (outcome: SendOutcome) => chunk.map(() => outcome);
-    const res = await httpRequest(url, { method: "POST", headers, body: JSON.stringify(chunk.map(toExpoMessage)) }, this.timeoutMs);
-    if (!res.ok) return all({ status: "retry", reason: `Expo: ${res.reason}` });
+    const res = await this.http.request(url, { method: "POST", headers, body: JSON.stringify(chunk.map(toExpoMessage)) }, this.timeoutMs);
+    if (!res.ok) return all(noAnswerOutcome("Expo", res));
 
     const body = (res.json ?? {}) as { data?: unknown; errors?: unknown };
     if (res.status !== 200 || body.errors !== undefined) {
-      const reason = `Expo ${describeExpoErrors(body.errors, res.text)} (HTTP ${res.status})`;
+      const reason = `Expo ${describeExpoErrors(body.errors)} (HTTP ${res.status})`;
       return all(isTransientStatus(res.status) ? transient(reason, res.headers) : { status: "failed", reason });
     }
     if (!Array.isArray(body.data) || body.data.length !== chunk.length) {
@@ -105,22 +114,23 @@ export class ExpoSender implements ChannelSender<PushRendered, ExpoConfig> {
 function ticketOutcome(ticket: unknown): SendOutcome {
   const t = (ticket ?? {}) as { status?: unknown; id?: unknown; message?: unknown; details?: { error?: unknown } };
   if (t.status === "ok") return typeof t.id === "string" ? { status: "sent", providerMessageId: t.id } : { status: "sent" };
-  const code = typeof t.details?.error === "string" ? t.details.error : undefined;
-  const message = typeof t.message === "string" ? t.message : "no message";
-  if (t.status !== "error") return { status: "retry", reason: `Expo ticket with unknown status: ${clip(JSON.stringify(ticket) ?? "")}` };
+  const code = typeof t.details?.error === "string" ? clip(t.details.error, 60) : undefined;
+  const message = typeof t.message === "string" ? clip(t.message) : "no message";
+  if (t.status !== "error") return { status: "retry", reason: "Expo answered a ticket with an unknown status" };
   const reason = code ? `${code}: ${message}` : message;
   return code && TRANSIENT_TICKET_ERRORS.has(code) ? { status: "retry", reason } : { status: "failed", reason };
 }
 
-/** "PUSH_TOO_MANY_EXPERIENCE_IDS: …" from Expo's {errors: [{code, message}]}. */
-function describeExpoErrors(errors: unknown, text: string): string {
+/** "PUSH_TOO_MANY_EXPERIENCE_IDS: …" from Expo's documented {errors: [{code, message}]} (never the raw body). */
+function describeExpoErrors(errors: unknown): string {
   if (Array.isArray(errors) && errors.length > 0) {
     return errors
+      .slice(0, 3)
       .map((e) => {
         const x = (e ?? {}) as { code?: unknown; message?: unknown };
-        return `${typeof x.code === "string" ? `${x.code}: ` : ""}${typeof x.message === "string" ? x.message : "no message"}`;
+        return `${typeof x.code === "string" ? `${clip(x.code, 60)}: ` : ""}${typeof x.message === "string" ? clip(x.message) : "no message"}`;
       })
       .join("; ");
   }
-  return clip(text) || "no message";
+  return "no error message in the answer";
 }

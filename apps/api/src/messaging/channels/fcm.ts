@@ -12,7 +12,8 @@
 import { createHash, createPrivateKey, sign, type KeyObject } from "node:crypto";
 import type { FcmConfig } from "@tidings/schema";
 import pMap from "p-map";
-import { clip, DEFAULT_TIMEOUT_MS, httpRequest, isTransientStatus, joinUrl, transient } from "./provider-http.ts";
+import type { OutboundGuard } from "./outbound-guard.ts";
+import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, PermanentFailure, PushRendered, SendOutcome, TransientFailure } from "./types.ts";
 
 export const FCM_DEFAULT_BASE_URL = "https://fcm.googleapis.com";
@@ -24,6 +25,8 @@ export const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const ASSERTION_LIFETIME_S = 3600;
 
 export interface FcmSenderOptions {
+  /** Every destination (the base URL, the key file's `token_uri`) goes through it. */
+  guard: OutboundGuard;
   /** Requests in flight at once per `send` call (default 8). */
   concurrency?: number;
   /** Deadline of one request, answer body included (default 15 s). */
@@ -58,16 +61,19 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
   private readonly refreshMarginMs: number;
   private readonly tokens = new Map<string, CachedToken>();
   private readonly pending = new Map<string, Promise<TokenResult>>();
+  private readonly http: ProviderHttp;
 
-  constructor(options: FcmSenderOptions = {}) {
+  constructor(options: FcmSenderOptions) {
     this.concurrency = Math.max(1, options.concurrency ?? 8);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.refreshMarginMs = options.refreshMarginMs ?? 5 * 60_000;
+    this.http = new ProviderHttp(options.guard);
   }
 
   async send(messages: OutgoingMessage<PushRendered>[], config: FcmConfig): Promise<SendOutcome[]> {
     if (messages.length === 0) return [];
-    const account = parseServiceAccount(config.serviceAccountJson);
+    // Tokens are cached per workspace: one workspace's exchange is never another's.
+    const account = parseServiceAccount(config.serviceAccountJson, messages[0]!.workspaceId);
     if ("reason" in account) return messages.map(() => ({ status: "failed", reason: `FCM: ${account.reason}` }) as const);
 
     // One exchange up front: when it fails, every message shares its outcome.
@@ -81,6 +87,7 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
   async close(): Promise<void> {
     this.tokens.clear();
     this.pending.clear();
+    await this.http.close();
   }
 
   private async sendOne(m: OutgoingMessage<PushRendered>, account: ServiceAccount, url: string): Promise<SendOutcome> {
@@ -94,7 +101,7 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
     for (;;) {
       const token = await this.accessToken(account);
       if (!token.ok) return token.outcome;
-      const res = await httpRequest(
+      const res = await this.http.request(
         url,
         {
           method: "POST",
@@ -107,12 +114,12 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
         },
         this.timeoutMs,
       );
-      if (!res.ok) return { status: "retry", reason: `FCM: ${res.reason}` };
+      if (!res.ok) return noAnswerOutcome("FCM", res);
       if (res.status >= 200 && res.status < 300) {
         const name = (res.json as { name?: unknown } | undefined)?.name;
         return typeof name === "string" ? { status: "sent", providerMessageId: name } : { status: "sent" };
       }
-      const error = readGoogleError(res.status, res.json, res.text);
+      const error = readGoogleError(res.status, res.json);
       // 401: the access token was refused (expired or revoked early): renew it once. FCM's
       // THIRD_PARTY_AUTH_ERROR (APNs/web push credentials) is also a 401 but no token will help.
       if (res.status === 401 && error.code !== "THIRD_PARTY_AUTH_ERROR" && !refreshed) {
@@ -145,7 +152,7 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
   private async exchange(account: ServiceAccount): Promise<TokenResult> {
     const startedAt = Date.now();
     const assertion = signAssertion(account, Math.floor(startedAt / 1000));
-    const res = await httpRequest(
+    const res = await this.http.request(
       account.tokenUri,
       {
         method: "POST",
@@ -154,7 +161,7 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
       },
       this.timeoutMs,
     );
-    if (!res.ok) return { ok: false, outcome: { status: "retry", reason: `FCM token exchange: ${res.reason}` } };
+    if (!res.ok) return { ok: false, outcome: noAnswerOutcome("FCM token exchange", res) };
     const body = (res.json ?? {}) as { access_token?: unknown; expires_in?: unknown; error?: unknown; error_description?: unknown };
     if (res.status >= 200 && res.status < 300 && typeof body.access_token === "string" && body.access_token) {
       const expiresInS = Number(body.expires_in ?? 3600);
@@ -165,17 +172,17 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
     }
     const what =
       typeof body.error === "string"
-        ? `${body.error}${typeof body.error_description === "string" ? `: ${body.error_description}` : ""}`
-        : clip(res.text) || "no access_token in the answer";
-    const reason = `FCM token exchange at ${account.tokenUri} failed: ${what} (HTTP ${res.status})`;
+        ? `${clip(body.error, 60)}${typeof body.error_description === "string" ? `: ${clip(body.error_description)}` : ""}`
+        : "no access_token in the answer";
+    const reason = `FCM token exchange at ${clip(account.tokenUri)} failed: ${what} (HTTP ${res.status})`;
     // 2xx without a token is a broken answer: worth another try, like a 5xx.
     const retry = isTransientStatus(res.status) || (res.status >= 200 && res.status < 300);
     return { ok: false, outcome: retry ? transient(reason, res.headers) : { status: "failed", reason } };
   }
 }
 
-/** Reads a service account key file; an error reason when it is unusable. */
-export function parseServiceAccount(json: string): ServiceAccount | { reason: string } {
+/** Reads a service account key file (of `workspaceId`: its token cache key); an error reason when it is unusable. */
+export function parseServiceAccount(json: string, workspaceId = ""): ServiceAccount | { reason: string } {
   let raw: Record<string, unknown>;
   try {
     const v: unknown = JSON.parse(json);
@@ -196,7 +203,7 @@ export function parseServiceAccount(json: string): ServiceAccount | { reason: st
     return { reason: `service account private_key is not a readable PEM key (${(err as Error).message})` };
   }
   if (privateKey.asymmetricKeyType !== "rsa") return { reason: "service account private_key is not an RSA key" };
-  const cacheKey = createHash("sha256").update(`${clientEmail}\n${tokenUri}\n${pem}`).digest("base64url");
+  const cacheKey = createHash("sha256").update(`${workspaceId}\n${clientEmail}\n${tokenUri}\n${pem}`).digest("base64url");
   const privateKeyId = typeof raw.private_key_id === "string" && raw.private_key_id ? raw.private_key_id : undefined;
   return { clientEmail, privateKey, tokenUri, cacheKey, ...(privateKeyId ? { privateKeyId } : {}) };
 }
@@ -212,8 +219,8 @@ export function signAssertion(account: ServiceAccount, nowS: number): string {
 
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v), "utf8").toString("base64url");
 
-/** The FCM error code (FcmError.errorCode, else the google.rpc status) and message. */
-function readGoogleError(status: number, json: unknown, text: string): { code: string; message: string } {
+/** The FCM error code (FcmError.errorCode, else the google.rpc status) and message, from Google's documented error body only. */
+function readGoogleError(status: number, json: unknown): { code: string; message: string } {
   const error = (json as { error?: unknown } | undefined)?.error;
   if (typeof error === "object" && error !== null) {
     const e = error as { status?: unknown; message?: unknown; details?: unknown };
@@ -223,7 +230,7 @@ function readGoogleError(status: number, json: unknown, text: string): { code: s
         if (typeof d?.["@type"] === "string" && d["@type"].endsWith("FcmError") && typeof d.errorCode === "string") code = d.errorCode;
       }
     }
-    return { code, message: typeof e.message === "string" ? e.message : "no message" };
+    return { code: clip(code, 60), message: typeof e.message === "string" ? clip(e.message) : "no message" };
   }
-  return { code: `HTTP_${status}`, message: clip(text) || "no message" };
+  return { code: `HTTP_${status}`, message: "no error message in the answer" };
 }

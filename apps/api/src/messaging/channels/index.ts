@@ -4,17 +4,19 @@ import { EmailSender } from "./email.ts";
 import { ExpoSender } from "./expo.ts";
 import { FcmSender } from "./fcm.ts";
 import { LogSender } from "./log.ts";
+import type { OutboundGuard } from "./outbound-guard.ts";
 import { TwilioSender } from "./twilio.ts";
 import type { SenderLog } from "./types.ts";
 import { WebhookSender } from "./webhook.ts";
 
-export function createSenders(options: { webhookAllowedHosts: string[]; log?: SenderLog }): Senders & { close(): Promise<void> } {
+export function createSenders(options: { guard: OutboundGuard; log?: SenderLog }): Senders & { close(): Promise<void> } {
+  const { guard } = options;
   const senders: Senders = {
-    Smtp: new EmailSender({ log: options.log }),
-    Twilio: new TwilioSender(),
-    Fcm: new FcmSender(),
-    Expo: new ExpoSender(),
-    Webhook: new WebhookSender({ allowedHosts: options.webhookAllowedHosts }),
+    Smtp: new EmailSender({ guard, log: options.log }),
+    Twilio: new TwilioSender({ guard }),
+    Fcm: new FcmSender({ guard }),
+    Expo: new ExpoSender({ guard }),
+    Webhook: new WebhookSender({ guard }),
     Log: new LogSender(),
   };
   return {

@@ -6,12 +6,15 @@
 // Errors answer a JSON body {code, message, more_info, status}.
 import type { TwilioConfig } from "@tidings/schema";
 import pMap from "p-map";
-import { clip, DEFAULT_TIMEOUT_MS, httpRequest, isTransientStatus, joinUrl, transient } from "./provider-http.ts";
+import type { OutboundGuard } from "./outbound-guard.ts";
+import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome, SmsRendered } from "./types.ts";
 
 export const TWILIO_DEFAULT_BASE_URL = "https://api.twilio.com";
 
 export interface TwilioSenderOptions {
+  /** Every destination (the base URL) goes through it. */
+  guard: OutboundGuard;
   /** Requests in flight at once per `send` call (default 8). */
   concurrency?: number;
   /** Deadline of one request, answer body included (default 15 s). */
@@ -21,10 +24,16 @@ export interface TwilioSenderOptions {
 export class TwilioSender implements ChannelSender<SmsRendered, TwilioConfig> {
   private readonly concurrency: number;
   private readonly timeoutMs: number;
+  private readonly http: ProviderHttp;
 
-  constructor(options: TwilioSenderOptions = {}) {
+  constructor(options: TwilioSenderOptions) {
     this.concurrency = Math.max(1, options.concurrency ?? 8);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.http = new ProviderHttp(options.guard);
+  }
+
+  async close(): Promise<void> {
+    await this.http.close();
   }
 
   async send(messages: OutgoingMessage<SmsRendered>[], config: TwilioConfig): Promise<SendOutcome[]> {
@@ -48,7 +57,7 @@ export class TwilioSender implements ChannelSender<SmsRendered, TwilioConfig> {
     if (config.messagingServiceSid) form.set("MessagingServiceSid", config.messagingServiceSid);
     else form.set("From", config.fromNumber!);
 
-    const res = await httpRequest(
+    const res = await this.http.request(
       url,
       {
         method: "POST",
@@ -61,21 +70,21 @@ export class TwilioSender implements ChannelSender<SmsRendered, TwilioConfig> {
       },
       this.timeoutMs,
     );
-    if (!res.ok) return { status: "retry", reason: `Twilio: ${res.reason}` };
+    if (!res.ok) return noAnswerOutcome("Twilio", res);
 
     if (res.status >= 200 && res.status < 300) {
       const sid = (res.json as { sid?: unknown } | undefined)?.sid;
       return typeof sid === "string" ? { status: "sent", providerMessageId: sid } : { status: "sent" };
     }
-    const reason = `Twilio ${describeTwilioError(res.status, res.json, res.text)}`;
+    const reason = `Twilio ${describeTwilioError(res.status, res.json)}`;
     return isTransientStatus(res.status) ? transient(reason, res.headers) : { status: "failed", reason };
   }
 }
 
-/** "error 21211: Invalid 'To' Phone Number (HTTP 400)" from Twilio's error body. */
-function describeTwilioError(status: number, json: unknown, text: string): string {
+/** "error 21211: Invalid 'To' Phone Number (HTTP 400)" from Twilio's documented error body (never the raw body). */
+function describeTwilioError(status: number, json: unknown): string {
   const body = (json ?? {}) as { code?: unknown; message?: unknown };
-  const code = typeof body.code === "number" || typeof body.code === "string" ? ` ${body.code}` : "";
-  const message = typeof body.message === "string" ? body.message : clip(text) || "no message";
+  const code = typeof body.code === "number" || typeof body.code === "string" ? ` ${clip(String(body.code), 20)}` : "";
+  const message = typeof body.message === "string" ? clip(body.message) : "no error message in the answer";
   return `error${code}: ${message} (HTTP ${status})`;
 }

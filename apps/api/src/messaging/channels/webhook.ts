@@ -1,24 +1,21 @@
 // The built-in Webhook channel: one HTTP request per message, signed per the Standard Webhooks
 // spec (https://www.standardwebhooks.com), sent through one shared keep-alive undici Agent.
 //
-// Server-side request forgery guard (webhook-guard.ts): host names are checked inside the Agent's
+// Server-side request forgery guard (outbound-guard.ts): host names are checked inside the Agent's
 // DNS lookup, on the addresses the socket then connects to (no second resolution a rebinding DNS
 // server could answer differently); IP literals, which sockets never look up, before each request.
 // Redirects are followed here (never by undici), each hop checked again.
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
-import type { LookupFunction } from "node:net";
-import { Agent, type Dispatcher } from "undici";
+import type { Agent, Dispatcher } from "undici";
 import type { WebhookConfig } from "@tidings/schema";
 import pMap from "p-map";
 import { isTransientStatus, parseRetryAfter } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome, WebhookRendered } from "./types.ts";
-import { type ResolvedAddress, systemResolver, WebhookGuard, type WebhookResolver } from "./webhook-guard.ts";
-
-export { forbiddenAddressKind, type ResolvedAddress, type WebhookResolver } from "./webhook-guard.ts";
+import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "./outbound-guard.ts";
 
 export interface WebhookSenderOptions {
-  /** Hosts that may be private/loopback/link-local (URL hostnames, exact match, any port). */
-  allowedHosts: string[];
+  /** Every URL and redirect goes through it (its allow-list, its DNS cache). */
+  guard: OutboundGuard;
   /**
    * Budget of one message, redirects included (default 10 s): each hop's response headers and body
    * gaps get what is left of it, a connection attempt up to all of it, so a message takes at most
@@ -31,10 +28,6 @@ export interface WebhookSenderOptions {
   concurrency?: number;
   /** Keep-alive connections per origin (shared by every `send`). Default 128: a broadcast's 4 senders × 32. */
   connectionsPerOrigin?: number;
-  /** How long a host name's addresses are reused for new connections. Default 10 s; 0 disables. */
-  dnsCacheMs?: number;
-  /** Host name resolution; defaults to the system resolver (`dns.lookup`, so /etc/hosts counts). */
-  resolver?: WebhookResolver;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -56,12 +49,6 @@ const DROPPED_HEADERS = new Set([
 /** Headers not carried to another origin by a redirect (as browsers do). */
 const CREDENTIAL_HEADERS = ["authorization", "proxy-authorization", "cookie"];
 const SIGNATURE_HEADERS = new Set(["webhook-id", "webhook-timestamp", "webhook-signature"]);
-
-/** A target refused by the guard; a permanent failure. */
-export class WebhookTargetRefusedError extends Error {
-  override name = "WebhookTargetRefusedError";
-  readonly code = "ETIDINGS_WEBHOOK_REFUSED";
-}
 
 // ---------------------------------------------------------------------------------------------
 // Signing
@@ -105,28 +92,19 @@ const shown = (url: URL) => `${url.protocol}//${url.host}${url.pathname}`;
  * cache; `close()` releases them (in-flight requests finish first).
  */
 export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConfig> {
-  private readonly guard: WebhookGuard;
+  private readonly guard: OutboundGuard;
   private readonly timeoutMs: number;
   private readonly maxRedirects: number;
   private readonly concurrency: number;
-  private readonly dnsCacheMs: number;
-  private readonly resolver: WebhookResolver;
-  private readonly dnsCache = new Map<string, { expires: number; addresses: Promise<ResolvedAddress[]> }>();
   private readonly keys = new Map<string, KeyObject | Error>();
   private readonly agent: Agent;
 
   constructor(options: WebhookSenderOptions) {
-    this.guard = new WebhookGuard(options.allowedHosts);
+    this.guard = options.guard;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     this.concurrency = Math.max(1, options.concurrency ?? 32);
-    this.dnsCacheMs = options.dnsCacheMs ?? 10_000;
-    this.resolver = options.resolver ?? systemResolver;
-    this.agent = new Agent({
-      connections: options.connectionsPerOrigin ?? 128,
-      keepAliveTimeout: 4_000,
-      connect: { timeout: this.timeoutMs, lookup: this.guardedLookup },
-    });
+    this.agent = this.guard.agent({ connections: options.connectionsPerOrigin ?? 128, connectTimeoutMs: this.timeoutMs });
   }
 
   async send(messages: OutgoingMessage<WebhookRendered>[], config: WebhookConfig): Promise<SendOutcome[]> {
@@ -141,7 +119,6 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
 
   async close(): Promise<void> {
     await this.agent.close();
-    this.dnsCache.clear();
   }
 
   private signingKey(secret: string): KeyObject | Error {
@@ -157,42 +134,6 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
     }
     return key;
   }
-
-  private resolve(hostname: string): Promise<ResolvedAddress[]> {
-    const now = Date.now();
-    const cached = this.dnsCache.get(hostname);
-    if (cached && cached.expires > now) return cached.addresses;
-    const addresses = this.resolver(hostname);
-    if (this.dnsCacheMs > 0) {
-      if (this.dnsCache.size >= 10_000) this.dnsCache.clear();
-      this.dnsCache.set(hostname, { expires: now + this.dnsCacheMs, addresses });
-      addresses.catch(() => {
-        if (this.dnsCache.get(hostname)?.addresses === addresses) this.dnsCache.delete(hostname);
-      });
-    }
-    return addresses;
-  }
-
-  /** net.connect's `lookup`: resolves, then refuses forbidden addresses of hosts not allow-listed. */
-  private readonly guardedLookup: LookupFunction = (hostname, options, callback) => {
-    const cb = callback as (err: NodeJS.ErrnoException | null, address?: string | ResolvedAddress[], family?: number) => void;
-    this.resolve(hostname).then(
-      (all) => {
-        const refused = this.guard.addressRefusal(hostname, all);
-        if (refused) return cb(new WebhookTargetRefusedError(refused));
-        const family = options.family === 4 || options.family === 6 ? options.family : 0;
-        const usable = family ? all.filter((a) => a.family === family) : all;
-        if (usable.length === 0) {
-          const err: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname}`);
-          err.code = "ENOTFOUND";
-          return cb(err);
-        }
-        if (options.all) cb(null, usable);
-        else cb(null, usable[0]!.address, usable[0]!.family);
-      },
-      (err: NodeJS.ErrnoException) => cb(err),
-    );
-  };
 
   private async sendOne(message: OutgoingMessage<WebhookRendered>, key: KeyObject | undefined): Promise<SendOutcome> {
     const rendered = message.rendered;
@@ -278,7 +219,7 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
 
   private errorOutcome(err: unknown, url: URL, hop: number): SendOutcome {
     const e = err as NodeJS.ErrnoException & { cause?: unknown };
-    const refused = e instanceof WebhookTargetRefusedError ? e : e?.cause instanceof WebhookTargetRefusedError ? e.cause : undefined;
+    const refused = e instanceof OutboundRefusedError ? e : e?.cause instanceof OutboundRefusedError ? e.cause : undefined;
     if (refused) return failed(`webhook target refused: ${hop ? `redirect to ${shown(url)} refused: ` : ""}${refused.message}`);
     const where = `${shown(url)}${hop ? ` (after ${hop} redirects)` : ""}`;
     switch (e?.code) {
@@ -294,7 +235,9 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
       case "ERR_INVALID_HTTP_TOKEN":
         return failed(`webhook request is invalid: ${e.message}`);
       default:
-        return retry(`webhook request to ${where} failed: ${e?.code ? `${e.code} ` : ""}${e?.message ?? String(err)}`);
+        return retry(
+          withoutPrivateAddresses(`webhook request to ${where} failed: ${e?.code ? `${e.code} ` : ""}${e?.message ?? String(err)}`),
+        );
     }
   }
 }

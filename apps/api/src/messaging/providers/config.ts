@@ -1,6 +1,6 @@
 // How a provider's config is split between the plain `config` column and the encrypted
 // `secrets` column, merged on update, and masked in responses.
-import { type ErrorIssue, type ProviderType, providerSecretFields, SECRET_MASK_PREFIX } from "@tidings/schema";
+import { type ErrorIssue, providerEndpointFields, type ProviderType, providerSecretFields, SECRET_MASK_PREFIX } from "@tidings/schema";
 
 export type Secrets = Record<string, string>;
 
@@ -55,6 +55,33 @@ export function mergeSecrets(
     }
   }
   return { secrets, issues };
+}
+
+/**
+ * A stored secret is bound to where it is sent: an update that changes an endpoint field
+ * (providerEndpointFields) and keeps a stored secret (left out, or sent back masked) is refused,
+ * one issue per changed field; sending the secret again (or `null`) is the way through.
+ */
+export function endpointIssues(
+  type: ProviderType,
+  requested: Record<string, unknown>,
+  stored: { plain: Record<string, unknown>; secrets: Secrets },
+  plain: Record<string, unknown>,
+): ErrorIssue[] {
+  const kept = secretFieldsOf(type).filter((field) => {
+    const value = requested[field];
+    return (
+      stored.secrets[field] !== undefined && (value === undefined || (typeof value === "string" && value.startsWith(SECRET_MASK_PREFIX)))
+    );
+  });
+  if (kept.length === 0) return [];
+  const changed = (providerEndpointFields[type] as readonly string[]).filter(
+    (field) => JSON.stringify(stored.plain[field] ?? null) !== JSON.stringify(plain[field] ?? null),
+  );
+  return changed.map((field) => ({
+    path: `config.${field}`,
+    message: `changing ${field} would send the stored ${kept.join(" and ")} to a new destination; send ${kept.join(" and ")} again with it (or null to remove it)`,
+  }));
 }
 
 /** The config as responses show it: secrets replaced by their masks. */

@@ -18,7 +18,9 @@ import { type ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound, zodIssues } from "../../http/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../../http/pagination.ts";
 import { type SecretBox, SecretDecryptionError } from "../secrets.ts";
-import { maskedConfig, mergePlain, mergeSecrets, type Secrets } from "./config.ts";
+import type { OutboundGuard } from "../channels/outbound-guard.ts";
+import { destinationWarnings } from "./destinations.ts";
+import { endpointIssues, maskedConfig, mergePlain, mergeSecrets, type Secrets } from "./config.ts";
 
 const secretsContext = (workspaceId: string, id: string) => `channel_providers/${workspaceId}/${id}`;
 
@@ -91,15 +93,19 @@ export async function upsertProvider(
   box: SecretBox,
   workspaceId: string,
   body: UpsertChannelProviderRequestBody,
+  guard?: OutboundGuard,
 ): Promise<ChannelProviderResource> {
   const requested = body.config as Record<string, unknown>;
   const merged = (existing: ChannelProvider | null): ProviderFields => {
     // Stored fields carry over only while the type stays the same; unreadable secrets never do.
     const sameType = existing !== null && existing.type === body.type;
     const stored = sameType ? (readableSecrets(box, existing) ?? {}) : {};
+    const storedPlain = sameType ? (existing.config as Record<string, unknown>) : {};
     const { secrets, issues } = mergeSecrets(body.type, requested, stored);
     if (issues.length) throw badRequest("Invalid provider config", issues);
-    const plain = mergePlain(body.type, requested, sameType ? (existing.config as Record<string, unknown>) : {});
+    const plain = mergePlain(body.type, requested, storedPlain);
+    const moved = endpointIssues(body.type, requested, { plain: storedPlain, secrets: stored }, plain);
+    if (moved.length) throw badRequest("A stored secret does not follow a changed destination", moved);
     const complete = providerConfigSchemas[body.type].safeParse({ ...plain, ...secrets });
     if (!complete.success) throw badRequest("Invalid provider config", zodIssues(complete.error, ["config"]));
     return { channel: body.channel, type: body.type, plain, secrets };
@@ -140,7 +146,11 @@ export async function upsertProvider(
     keyTaken: () =>
       new ApiError("CONFLICT", `The workspace already has a ${body.channel} provider; update it (by its id or channel) instead`),
   });
-  return toProviderResource(box, row);
+  const resource = toProviderResource(box, row);
+  if (!guard) return resource;
+  const config = { ...(row.config as Record<string, unknown>), ...(readableSecrets(box, row) ?? {}) };
+  const warnings = await destinationWarnings(row.type as ProviderType, config, guard);
+  return warnings.length ? { ...resource, warnings } : resource;
 }
 
 /** The Channel enum in its declaration order, which is how PostgreSQL sorts it. */
