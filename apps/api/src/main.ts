@@ -67,6 +67,15 @@ async function announceKeys(config: Config, tidings: Tidings) {
     if (saved) log(`the default workspace's keys are in ${saved}`);
     return;
   }
+  // Keys saved nowhere go to a terminal only: a container's stdout usually ends in a log collector.
+  if (!saved && !process.stdout.isTTY && !config.printKeys) {
+    log(
+      `created workspace "${c.workspaceName}" (${c.workspaceId}); its keys are not printed (stdout is not a terminal): ` +
+        `mint an admin key with the root key (POST /api/admin/workspaces/${c.workspaceId}/api-keys), then write keys with it, ` +
+        "or start with TIDINGS_PRINT_KEYS=true to print them",
+    );
+    return;
+  }
   process.stdout.write(
     [
       "",

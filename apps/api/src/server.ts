@@ -21,9 +21,9 @@ import { Deliverer } from "./messaging/deliver.ts";
 import { SendJobs } from "./messaging/send-jobs.ts";
 import { journeyDeliverySource } from "./journeys/delivery-source.ts";
 import { JourneyRuntime } from "./journeys/runtime/index.ts";
-import { renderEmail } from "./messaging/render-email.ts";
 import { SecretBox } from "./messaging/secrets.ts";
 import { Retention } from "./retention/index.ts";
+import { RenderPool } from "./templates/render-pool.ts";
 
 export interface Tidings {
   app: FastifyInstance;
@@ -95,15 +95,19 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
   });
   segments.register();
   const guard = new OutboundGuard(config.outboundAllowedHosts);
+  const renders = new RenderPool({
+    secretKey: config.secretKey,
+    publicUrl: config.publicUrl,
+    threads: config.render.threads,
+    timeMs: config.render.timeLimitMs,
+  });
   const senders = createSenders({ guard, log });
   const deliverer = new Deliverer({
     pool: db.pool,
     prisma: db.prisma,
     box: new SecretBox(config.secretKey),
     senders,
-    renderEmail,
-    publicUrl: config.publicUrl,
-    secretKey: config.secretKey,
+    renders,
     leaseSeconds: config.deliveryLeaseSeconds,
     metrics,
     log,
@@ -138,6 +142,7 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     jobs,
     segments,
     guard,
+    renders,
     senders,
     sends,
     journeys,
@@ -203,6 +208,7 @@ export async function startTidings(baseConfig: Config, log: (msg: string) => voi
           await started.ingestor.close();
           await started.jobs.stop();
           await started.senders.close();
+          await started.renders.close();
           await started.db.close();
           await embedded?.stop();
         })()),

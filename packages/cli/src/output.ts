@@ -7,6 +7,8 @@ export interface Column<T> {
   value: (row: T) => unknown;
   /** Right-align (numbers). */
   right?: boolean;
+  /** Shown only when a row has a value in it (undefined, null or "" is none). */
+  optional?: boolean;
 }
 
 const cell = (v: unknown): string => {
@@ -16,7 +18,8 @@ const cell = (v: unknown): string => {
   return JSON.stringify(v);
 };
 
-export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
+export function formatTable<T>(rows: readonly T[], all: readonly Column<T>[]): string {
+  const columns = all.filter((c) => !c.optional || rows.some((r) => ![undefined, null, ""].includes(c.value(r) as never)));
   const cells = rows.map((r) => columns.map((c) => cell(c.value(r)).replace(/\s+/g, " ")));
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((r) => r[i]!.length)));
   const line = (values: string[]) =>

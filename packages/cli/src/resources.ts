@@ -1,6 +1,7 @@
 // The four kinds of stored definitions the CLI manages alike — segments, templates, subscription
 // groups, journeys: their operations, the schema a file is validated with, and their table.
 import {
+  type DefinitionFailure,
   type JourneyResource,
   type MessageTemplateResource,
   type OperationId,
@@ -52,6 +53,17 @@ const named: Column<StoredResource>[] = [
   { header: "ID", value: (r) => r.id },
 ];
 const updated: Column<StoredResource> = { header: "UPDATED", value: (r) => formatTime(r.updatedAt) };
+/** A segment's or journey's evaluation failure (it is set aside and retried), or nothing. */
+const failing: Column<StoredResource> = {
+  header: "FAILING",
+  optional: true,
+  value: (r) => {
+    const f = (r as { failing?: DefinitionFailure }).failing;
+    if (!f) return "";
+    const reason = f.reason.length > 60 ? `${f.reason.slice(0, 59)}…` : f.reason;
+    return `${reason} (retry ${formatTime(f.retryAt)})`;
+  },
+};
 type Verb = "upsert" | "list" | "get" | "delete";
 /** A kind's operation (it compiles only if every prefix and verb name a contract). */
 const op = (kind: ResourceKind, verb: Verb): OperationId => `${kind.contracts}.${verb}`;
@@ -78,12 +90,13 @@ const segments: ResourceKind = {
   noun: "segment",
   contracts: "segments",
   body: UpsertSegmentRequestBody,
-  serverFields: [...common, "definitionUpdatedAt", "lastRecomputed", "memberCount"],
+  serverFields: [...common, "definitionUpdatedAt", "lastRecomputed", "memberCount", "failing"],
   columns: [
     ...named,
     { header: "ENTRY", value: (r) => (r as unknown as SegmentResource).definition?.entryNode.type },
     { header: "MEMBERS", value: (r) => (r as unknown as SegmentResource).memberCount, right: true },
     updated,
+    failing,
   ],
 };
 
@@ -108,12 +121,13 @@ const journeys: ResourceKind = {
   noun: "journey",
   contracts: "journeys",
   body: UpsertJourneyRequestBody,
-  serverFields: [...common, "version"],
+  serverFields: [...common, "version", "failing"],
   columns: [
     ...named,
     { header: "STATUS", value: (r) => (r as unknown as JourneyResource).status },
     { header: "ENTRY", value: (r) => (r as unknown as JourneyResource).definition?.entryNode.type },
     updated,
+    failing,
   ],
 };
 

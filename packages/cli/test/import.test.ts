@@ -151,6 +151,18 @@ describe("tidings events import", () => {
     expect(payloads).toContainEqual(expect.objectContaining({ userId: "dave", properties: { seats: "007", note: 'say "hi"' } }));
   });
 
+  it("refuses a CSV header naming __proto__, constructor or prototype (exit 2, nothing sent, nothing polluted)", async () => {
+    const ws = await newWorkspace("import-proto");
+    const csv = path.join(dir, "proto.csv");
+    writeFileSync(csv, ["type,userId,__proto__.polluted,traits.constructor.x", "identify,eve,yes,1"].join("\n"));
+    const res = await runCli(["events", "import", csv], { env: ws.env });
+    expect(res.status, res.stderr).toBe(2);
+    expect(res.stderr).toContain("the CSV header names keys an event may not have");
+    expect(res.stderr).toContain('column "__proto__.polluted"');
+    expect(res.stderr).toContain('column "traits.constructor.x"');
+    expect(await countEvents(ws)).toEqual({ total: 0, distinct: 0 });
+  });
+
   it("needs a write key and a known format (exit 2, nothing sent)", async () => {
     const ws = await newWorkspace("import-usage");
     const noKey = await runCli(["events", "import", file], { env: { TIDINGS_HOST: ws.host, TIDINGS_API_KEY: ws.apiKey } });

@@ -358,8 +358,8 @@ export const SegmentResource = z
     id: z.uuid(),
     workspaceId: WorkspaceId,
     name: z.string(),
-    definition: SegmentDefinition.describe(
-      'The audience definition. A segment created without one has `{entryNode: {type: "Manual", id: "manual"}, nodes: []}`.',
+    definition: SegmentDefinition.optional().describe(
+      'The audience definition. A segment created without one has `{entryNode: {type: "Manual", id: "manual"}, nodes: []}`. Absent only when the stored definition is not valid under the current limits (stored by an older release): the segment is then `failing`, with the reason; PUT a valid definition to fix it.',
     ),
     subscriptionGroupId: z.uuid().optional().describe("Subscription group this segment is tied to."),
     updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),

@@ -16,9 +16,17 @@ import {
 } from "./common.js";
 import { Channel } from "./subscription-groups.js";
 
+/** Entries of a template's map (headers, push data): each is a template rendered with every message. */
+export const TEMPLATE_MAP_MAX_ENTRIES = 50;
+
 const liquid = (what: string, max = 10_000) => z.string().max(max).describe(`${what} (LiquidJS template).`);
 const LiquidMap = (what: string) =>
-  z.record(z.string().min(1).max(200), z.string().max(10_000)).describe(`${what}; each value is a LiquidJS template.`);
+  z
+    .record(z.string().min(1).max(200), z.string().max(10_000))
+    .refine((map) => Object.keys(map).length <= TEMPLATE_MAP_MAX_ENTRIES, {
+      message: `at most ${TEMPLATE_MAP_MAX_ENTRIES} entries`,
+    })
+    .describe(`${what}, at most ${TEMPLATE_MAP_MAX_ENTRIES} entries; each value is a LiquidJS template.`);
 
 export const MobilePushTemplate = z
   .strictObject({
@@ -62,7 +70,7 @@ export type WebhookTemplate = z.infer<typeof WebhookTemplate>;
 export const MessageTemplateDefinition = z
   .discriminatedUnion("type", [MobilePushTemplate, EmailTemplate, SmsTemplate, WebhookTemplate])
   .describe(
-    "A message for one channel, chosen by `type`. Every string field except `type` and `method` is a LiquidJS template. Its scope: `user` — the user's traits as `user.<trait>` (`user.email`, `user.plan`, nested with dots: `user.address.city`) plus `user.id`, the user's id (there is no `user.userId`: it renders as nothing); `event` — the track event that triggered the message (`event.event`, `event.properties.<name>`, `event.userId`, `event.timestamp`, …): in a journey started by an `EventEntryNode`, the entry event, in every message of the run; absent for broadcasts and segment-entry journeys; `workspace` — `{id, name}`; `unsubscribe_url` — the signed one-click unsubscribe link (bound to the message's subscription group, if any). A variable that resolves to nothing renders as an empty string: the render endpoint lists them in `unresolved`.",
+    "A message for one channel, chosen by `type`. Every string field except `type` and `method` is a LiquidJS template, rendered off the server's event loop within one budget per message for all its fields together (TIDINGS_RENDER_TIME_LIMIT_MS, default 250 ms, and about 10 million characters or list items allocated): a message that runs out fails with the reason (a preview answers 400). Its scope: `user` — the user's traits as `user.<trait>` (`user.email`, `user.plan`, nested with dots: `user.address.city`) plus `user.id`, the user's id (there is no `user.userId`: it renders as nothing); `event` — the track event that triggered the message (`event.event`, `event.properties.<name>`, `event.userId`, `event.timestamp`, …): in a journey started by an `EventEntryNode`, the entry event, in every message of the run; absent for broadcasts and segment-entry journeys; `workspace` — `{id, name}`; `unsubscribe_url` — the signed one-click unsubscribe link (bound to the message's subscription group, if any). A variable that resolves to nothing renders as an empty string: the render endpoint lists them in `unresolved`.",
   )
   .openapi("MessageTemplateDefinition");
 export type MessageTemplateDefinition = z.infer<typeof MessageTemplateDefinition>;

@@ -112,6 +112,7 @@ export async function startBench(): Promise<Bench> {
     env: {
       ...process.env,
       DATABASE_URL: url,
+      TIDINGS_PRINT_KEYS: "true",
       PORT: String(port),
       LOG_LEVEL: "warn",
       TIDINGS_DATA_DIR: dataDir,
@@ -133,7 +134,7 @@ export async function startBench(): Promise<Bench> {
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    // With DATABASE_URL the default workspace's keys are printed once (never saved to a file).
+    // With DATABASE_URL the default workspace's keys are printed once (never saved to a file), to a pipe only with TIDINGS_PRINT_KEYS.
     const [, workspaceId, writeKey, adminKey] = await waitForLine(
       server,
       /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /,

@@ -6,5 +6,7 @@ import { route } from "../http/route.ts";
 import { applyResources } from "./service.ts";
 
 export const applyRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
-  route(app, op["resources.apply"], ({ workspaceId, body }) => applyResources(ctx.db.prisma, workspaceId, body, { guard: ctx.guard }));
+  route(app, op["resources.apply"], ({ workspaceId, body }) =>
+    applyResources(ctx.db.prisma, workspaceId, body, { guard: ctx.guard, liquid: ctx.renders }),
+  );
 };

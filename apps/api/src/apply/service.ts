@@ -9,6 +9,7 @@ import type { OutboundGuard } from "../messaging/channels/outbound-guard.ts";
 import { upsertJourney } from "../journeys/service.ts";
 import { upsertSegment } from "../segments/service.ts";
 import { upsertSubscriptionGroup } from "../subscription-groups/service.ts";
+import type { RenderPool } from "../templates/render-pool.ts";
 import { upsertTemplate } from "../templates/service.ts";
 import { webhookWarnings } from "../templates/webhook-warnings.ts";
 
@@ -23,14 +24,19 @@ interface Written {
   updatedAt: number;
 }
 
-function upsertItem(client: PrismaClient, workspaceId: string, item: ApplyRequestItem): Promise<Written> {
+function upsertItem(
+  client: PrismaClient,
+  workspaceId: string,
+  item: ApplyRequestItem,
+  liquid: Pick<RenderPool, "syntaxIssues">,
+): Promise<Written> {
   switch (item.kind) {
     case "SubscriptionGroup":
       return upsertSubscriptionGroup(client, workspaceId, item.resource);
     case "Segment":
       return upsertSegment(client, workspaceId, item.resource);
     case "Template":
-      return upsertTemplate(client, workspaceId, item.resource);
+      return upsertTemplate(client, workspaceId, item.resource, liquid);
     case "Journey":
       return upsertJourney(client, workspaceId, item.resource);
   }
@@ -83,7 +89,7 @@ export async function applyResources(
   prisma: PrismaClient,
   workspaceId: string,
   body: ApplyRequestBody,
-  options: { guard?: OutboundGuard } = {},
+  options: { guard?: OutboundGuard; liquid: Pick<RenderPool, "syntaxIssues"> },
 ): Promise<ApplyResponse> {
   for (const [index, item] of body.resources.entries()) {
     const named = item.resource.workspaceId;
@@ -104,7 +110,7 @@ export async function applyResources(
       const before = Date.now();
       let row: Written;
       try {
-        row = await upsertItem(client, workspaceId, item);
+        row = await upsertItem(client, workspaceId, item, options.liquid);
       } catch (err) {
         throw about(err, index, item);
       }

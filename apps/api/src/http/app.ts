@@ -2,7 +2,7 @@
 // listen on 127.0.0.1; main.ts calls it for the real server.
 import { randomUUID } from "node:crypto";
 import underPressure from "@fastify/under-pressure";
-import Fastify, { type FastifyInstance, type onRouteHookHandler } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest, type onRouteHookHandler } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { applyRoutes } from "../apply/routes.ts";
 import { registerAdminAuth } from "../auth/admin-plugin.ts";
@@ -28,11 +28,34 @@ import { openApiRoutes } from "./openapi.ts";
 export interface BuildOptions {
   /** Called for every route as it is registered (the contract drift test lists them with it). */
   onRoute?: onRouteHookHandler;
+  /** Where the request log goes (default stdout); tests read it. */
+  logStream?: { write(line: string): void };
+}
+
+/**
+ * A request URL as logged: the query string's values are left out (an unsubscribe link's token, a
+ * key some client put in a query), its names kept.
+ */
+export function loggedUrl(url: string): string {
+  const at = url.indexOf("?");
+  if (at < 0) return url;
+  const names = url
+    .slice(at + 1)
+    .split("&")
+    .filter(Boolean)
+    .map((pair) => `${pair.split("=")[0]}=…`);
+  return `${url.slice(0, at)}?${names.join("&")}`;
 }
 
 export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: { level: ctx.config.logLevel },
+    logger: {
+      level: ctx.config.logLevel,
+      serializers: {
+        req: (req: FastifyRequest) => ({ method: req.method, url: loggedUrl(req.url), remoteAddress: req.ip }),
+      },
+      ...(options.logStream ? { stream: options.logStream } : {}),
+    },
     requestIdHeader: "x-request-id",
     genReqId: () => randomUUID(),
     // Closing waits for in-flight requests; idle keep-alive sockets are closed at once.

@@ -8,6 +8,7 @@ import type { JourneyRuntime } from "../journeys/runtime/index.ts";
 import type { OutboundGuard } from "../messaging/channels/outbound-guard.ts";
 import type { SendJobs } from "../messaging/send-jobs.ts";
 import type { Retention } from "../retention/index.ts";
+import type { RenderPool } from "../templates/render-pool.ts";
 import type { SegmentEngine } from "../segments/engine/index.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -22,6 +23,8 @@ export interface AppContext {
   segments: SegmentEngine;
   /** Checks every outbound destination a workspace directs (webhooks, providers, SMTP): one per process. */
   guard: OutboundGuard;
+  /** Every Liquid parse and render, off the event loop (templates/render-pool.ts); closed after the jobs stop. */
+  renders: RenderPool;
   /** Channel senders (pooled connections, cached tokens), closed after the jobs stop. */
   senders: { close(): Promise<void> };
   /** The delivery pipeline's senders, per source (broadcasts, journeys). */

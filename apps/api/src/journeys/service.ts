@@ -2,16 +2,16 @@
 // what a running journey uses, versioning started definitions), list, get, delete. Running
 // journeys are executed by the journey runtime (./runtime), which this tells when a journey
 // starts or resumes, in the same transaction.
-import { definitionFailure, FAILURE_CLEARED } from "../db/failing.ts";
-import type {
-  ErrorIssue,
+import {
+  type ErrorIssue,
   JourneyDefinition,
-  JourneyDraft,
-  JourneyListQuery,
-  JourneyResource,
-  JourneyStatus,
-  UpsertJourneyRequestBody,
+  type JourneyDraft,
+  type JourneyListQuery,
+  type JourneyResource,
+  type JourneyStatus,
+  type UpsertJourneyRequestBody,
 } from "@tidings/schema";
+import { definitionFailure, FAILURE_CLEARED } from "../db/failing.ts";
 import type { PrismaClient } from "../db/client.ts";
 import { lockTargets, setHolds, type Target } from "../db/references.ts";
 import { jsonColumn, sameJson, type Tx, upsert } from "../db/upsert.ts";
@@ -32,7 +32,8 @@ export function toJourneyResource(row: Journey): JourneyResource {
     canRunMultiple: row.canRunMultiple,
     status: row.status,
     ...(row.draft ? { draft: row.draft as JourneyDraft } : {}),
-    ...(row.definition ? { definition: row.definition as JourneyDefinition } : {}),
+    // A stored definition the current schema refuses is left out (the journey is failing: it says why).
+    ...(row.definition && JourneyDefinition.safeParse(row.definition).success ? { definition: row.definition as JourneyDefinition } : {}),
     exitSegmentId: row.exitSegmentId,
     version: row.version,
     createdAt: row.createdAt.getTime(),

@@ -6,7 +6,7 @@ import type pg from "pg";
 import type { PrismaClient } from "../db/client.ts";
 import type { Metrics } from "../http/metrics.ts";
 import type { JobLog } from "../jobs/index.ts";
-import type { RenderScope } from "../templates/liquid.ts";
+import type { RenderPool } from "../templates/render-pool.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import {
   type Claimed,
@@ -14,10 +14,8 @@ import {
   contactTrait,
   type Marked,
   markDeliveries,
-  type RenderContext,
-  renderFor,
+  messageInput,
   renewLeases,
-  scopeFor,
   toOutgoing,
 } from "./dispatch.ts";
 import { type ProviderForSending, ProviderUnusableError, providerForSending } from "./providers/service.ts";
@@ -46,9 +44,7 @@ export interface DelivererOptions {
   prisma: PrismaClient;
   box: SecretBox;
   senders: Senders;
-  renderEmail: (t: Extract<MessageTemplateDefinition, { type: "Email" }>, scope: RenderScope) => Promise<unknown>;
-  publicUrl: string;
-  secretKey: string;
+  renders: RenderPool;
   leaseSeconds: number;
   metrics: Metrics;
   log: JobLog;
@@ -190,38 +186,32 @@ export class Deliverer {
     for (const [channel, rows] of byChannel) {
       const { provider, providerError } = await this.channel(workspaceId, channel);
       const trait = contactTrait(channel, provider?.type ?? null);
+      const contactOf = (c: Claimed) => (trait ? String(c.traits[trait]) : null);
       const outgoing: { msg: OutgoingMessage; mark: Marked }[] = [];
       const channelMarks: Marked[] = [];
+      const fail = (c: Claimed, reason: string) =>
+        channelMarks.push({ id: c.id, attempts: c.attempts, outcome: { status: "failed", reason }, contact: contactOf(c) });
+      // Rendered in the render threads, a batch per template.
+      const byTemplate = new Map<MessageTemplateDefinition, Claimed[]>();
       for (const c of rows) {
-        const contact = trait ? String(c.traits[trait]) : null;
         const template = settings.template ?? (c.templateId ? templates.get(c.templateId) : undefined);
-        const fail = (reason: string) =>
-          channelMarks.push({ id: c.id, attempts: c.attempts, outcome: { status: "failed", reason }, contact });
-        if (providerError) {
-          fail(providerError);
-          continue;
-        }
-        if (!template) {
-          fail(`template ${c.templateId ?? "(none)"} is missing or has no definition`);
-          continue;
-        }
-        const ctx: RenderContext = {
-          workspace,
-          publicUrl: this.o.publicUrl,
-          secretKey: this.o.secretKey,
-          subscriptionGroupId: c.subscriptionGroupId,
-        };
-        const scope = scopeFor(ctx, c.userId, c.traits, c.context?.event as Record<string, unknown> | undefined);
-        const r = await renderFor(template, scope, this.o.renderEmail);
-        if (!r.ok) {
-          fail(r.reason);
-          continue;
-        }
-        // Email within a subscription group carries the one-click unsubscribe link.
-        const unsubscribe = channel === "Email" && c.subscriptionGroupId ? scope.unsubscribe_url : undefined;
-        const mark: Marked = { id: c.id, attempts: c.attempts, outcome: { status: "sent" }, contact, rendered: r.rendered };
-        channelMarks.push(mark);
-        outgoing.push({ msg: toOutgoing(workspaceId, c, r.rendered, contact, unsubscribe), mark });
+        if (providerError) fail(c, providerError);
+        else if (!template) fail(c, `template ${c.templateId ?? "(none)"} is missing or has no definition`);
+        else byTemplate.set(template, [...(byTemplate.get(template) ?? []), c]);
+      }
+      for (const [template, group] of byTemplate) {
+        const results = await this.o.renders.renderMessages(
+          template,
+          group.map((c) => messageInput(workspace, c)),
+        );
+        group.forEach((c, i) => {
+          const r = results[i]!;
+          if (!r.ok) return fail(c, r.reason);
+          const contact = contactOf(c);
+          const mark: Marked = { id: c.id, attempts: c.attempts, outcome: { status: "sent" }, contact, rendered: r.rendered };
+          channelMarks.push(mark);
+          outgoing.push({ msg: toOutgoing(workspaceId, c, r.rendered, contact, r.unsubscribeUrl), mark });
+        });
       }
       marks.push(...channelMarks);
       if (outgoing.length > 0) await this.sendThrough(workspaceId, channel, provider, outgoing);

@@ -8,12 +8,11 @@
 // provider never makes a row look abandoned. A worker that dies between the provider's accept and
 // the mark leaves the row Sending and stops renewing it; after the lease it is claimed again and
 // sent once more with the same id (the idempotency key providers see): at most one resend.
-import type { Channel, MessageTemplateDefinition } from "@tidings/schema";
+import type { Channel } from "@tidings/schema";
 import type pg from "pg";
-import { renderDefinition, type RenderScope } from "../templates/liquid.ts";
+import type { MessageInput } from "../templates/render-pool.ts";
 import type { OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import type { StreamRef } from "./sources.ts";
-import { signUnsubscribeToken, unsubscribeUrl } from "./unsubscribe-token.ts";
 
 /** A transient failure is retried this many times in all before it is recorded as Failed. */
 export const MAX_ATTEMPTS = 5;
@@ -187,52 +186,14 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
   );
 }
 
-export interface RenderContext {
-  workspace: { id: string; name: string };
-  publicUrl: string;
-  secretKey: string;
-  subscriptionGroupId: string | null;
-}
-
-/** The Liquid scope of one recipient (with the event that triggered the message, if one did). */
-export function scopeFor(
-  ctx: RenderContext,
-  userId: string,
-  traits: Record<string, unknown>,
-  event?: Record<string, unknown>,
-): RenderScope {
-  let url: string | undefined;
+/** One claimed row's render inputs (render-worker.ts builds the Liquid scope from them). */
+export function messageInput(workspace: { id: string; name: string }, c: Claimed): MessageInput {
   return {
-    user: { ...traits, id: userId },
-    ...(event ? { event } : {}),
-    workspace: ctx.workspace,
-    // Signed only when a template or the Email headers use it (most messages never do).
-    get unsubscribe_url() {
-      url ??= unsubscribeUrl(
-        ctx.publicUrl,
-        signUnsubscribeToken(ctx.secretKey, {
-          workspaceId: ctx.workspace.id,
-          userId,
-          subscriptionGroupId: ctx.subscriptionGroupId ?? undefined,
-        }),
-      );
-      return url;
-    },
+    user: { ...c.traits, id: c.userId },
+    ...(c.context?.event ? { event: c.context.event as Record<string, unknown> } : {}),
+    workspace,
+    unsubscribe: { workspaceId: workspace.id, userId: c.userId, subscriptionGroupId: c.subscriptionGroupId ?? undefined },
   };
-}
-
-/** Renders one message; a Liquid error is a permanent failure of that delivery, never a crash. */
-export async function renderFor(
-  template: MessageTemplateDefinition,
-  scope: RenderScope,
-  renderEmail: (t: Extract<MessageTemplateDefinition, { type: "Email" }>, scope: RenderScope) => Promise<unknown>,
-): Promise<{ ok: true; rendered: Record<string, unknown> } | { ok: false; reason: string }> {
-  try {
-    const rendered = template.type === "Email" ? await renderEmail(template, scope) : await renderDefinition(template, scope, "definition");
-    return { ok: true, rendered: rendered as Record<string, unknown> };
-  } catch (err) {
-    return { ok: false, reason: `render error: ${err instanceof Error ? err.message : String(err)}` };
-  }
 }
 
 /** Messages ready for the sender, and the outcomes already known (render errors). */

@@ -1,8 +1,8 @@
 // An Email template rendered for sending: the same fields the render preview shows (the body
-// through the HTML-escaping engine), plus the plain-text part derived from the HTML.
-import type { EmailTemplate } from "@tidings/schema";
+// through the HTML-escaping engine), plus the plain-text part derived from the HTML. Runs in the
+// render threads (templates/render-pool.ts).
+import type { RenderedFields } from "@tidings/schema";
 import { convert } from "html-to-text";
-import { renderDefinition, type RenderScope } from "../templates/liquid.ts";
 import type { EmailRendered } from "./channels/types.ts";
 
 const TEXT_OPTIONS = {
@@ -18,12 +18,8 @@ const TEXT_OPTIONS = {
 /** The plain-text alternative of an HTML body. */
 export const htmlToText = (html: string): string => convert(html, TEXT_OPTIONS);
 
-/**
- * Renders an Email definition for `scope`. A Liquid error throws the same 400 `ApiError` the
- * preview answers (`renderDefinition`); optional fields that render empty are left out.
- */
-export async function renderEmail(definition: EmailTemplate, scope: RenderScope): Promise<EmailRendered> {
-  const fields = await renderDefinition(definition, scope);
+/** An Email definition's rendered fields as sent: optional fields that render empty are left out, and the text part added. */
+export function emailFromFields(fields: RenderedFields): EmailRendered {
   const text = (key: string) => {
     const value = fields[key];
     return typeof value === "string" ? value : "";

@@ -53,12 +53,14 @@ export const unsubscribeRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async 
     if (!v.ok) return invalid(reply, v.reason);
     const { workspaceId, userId } = v.payload;
     await prisma.$transaction(async (tx) => {
-      await tx.subscriptionAssignment.upsert({
-        where: { workspaceId_subscriptionGroupId_profileId: { workspaceId, subscriptionGroupId: v.group.id, profileId: userId } },
-        create: { workspaceId, subscriptionGroupId: v.group.id, profileId: userId, subscribed: false },
-        update: { subscribed: false, updatedAt: new Date() },
-      });
-      await recordChange(tx, workspaceId, [userId], [outboxKey.group(v.group.id)]);
+      // Only for a user who still exists (held until the commit): a link used after the user's
+      // erasure writes nothing under the erased id. The page says the same either way.
+      const written = await tx.$executeRaw`
+        INSERT INTO subscription_assignments (workspace_id, subscription_group_id, profile_id, subscribed, updated_at)
+        SELECT workspace_id, ${v.group.id}::uuid, profile_id, false, now() FROM profiles
+        WHERE workspace_id = ${workspaceId}::uuid AND profile_id = ${userId} FOR KEY SHARE
+        ON CONFLICT (workspace_id, subscription_group_id, profile_id) DO UPDATE SET subscribed = false, updated_at = now()`;
+      if (written > 0) await recordChange(tx, workspaceId, [userId], [outboxKey.group(v.group.id)]);
     });
     reply.type("text/html; charset=utf-8");
     return page("Unsubscribed", `<p>You will no longer receive “${escapeHtml(v.group.name)}” messages.</p>`);

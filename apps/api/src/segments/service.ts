@@ -2,7 +2,7 @@
 import {
   type ErrorIssue,
   manualSegmentDefinition,
-  type SegmentDefinition,
+  SegmentDefinition,
   type SegmentListQuery,
   type SegmentResource,
   type UpsertSegmentRequestBody,
@@ -20,12 +20,18 @@ import { segmentDependencies } from "./engine/compile.ts";
 /** The stored definition; rows written without one (by other code paths) read as manual. */
 export const definitionOf = (row: Segment): SegmentDefinition => (row.definition as SegmentDefinition | null) ?? manualSegmentDefinition();
 
+const validDefinition = (stored: unknown): { definition?: SegmentDefinition } => {
+  const parsed = SegmentDefinition.safeParse(stored);
+  return parsed.success ? { definition: parsed.data } : {};
+};
+
 export function toSegmentResource(row: Segment): SegmentResource {
   return {
     id: row.id,
     workspaceId: row.workspaceId,
     name: row.name,
-    definition: definitionOf(row),
+    // A stored definition the current schema refuses is left out (the segment is failing: it says why).
+    ...validDefinition(definitionOf(row)),
     ...(row.subscriptionGroupId ? { subscriptionGroupId: row.subscriptionGroupId } : {}),
     updatedAt: row.updatedAt.getTime(),
     createdAt: row.createdAt.getTime(),

@@ -1,13 +1,22 @@
 // The LiquidJS engines of the server, configured for templates written by admins and data sent
 // by end users: no file system, own properties only, unknown filters are errors, and the DoS
-// limits liquidjs offers (template size, render time, counted allocations). `liquid` renders
-// every field but an Email `body`, which `htmlLiquid` renders with every output HTML-escaped.
+// limits liquidjs offers (template size, render time, counted allocations), here one budget per
+// message for all its fields together. `liquid` renders every field but an Email `body`, which
+// `htmlLiquid` renders with every output HTML-escaped. This runs in the render threads
+// (render-pool.ts), never on the server's event loop.
 import type { ErrorIssue, MessageTemplateDefinition, RenderedFields } from "@tidings/schema";
-import { filters, Liquid, type LiquidOptions } from "liquidjs";
-import { badRequest } from "../http/errors.ts";
+import { Context, filters, Liquid, type LiquidOptions } from "liquidjs";
 
-/** Cap on the rendered size of a whole message, on top of liquidjs's memoryLimit. */
+/** Cap on the rendered size of a whole message, on top of the memory budget. */
 export const MAX_RENDERED_CHARS = 1_000_000;
+
+/** What rendering one message may spend, all its fields together. */
+export interface RenderBudget {
+  /** Milliseconds of rendering. */
+  timeMs: number;
+  /** liquidjs's counted allocations (about characters and array items). */
+  memory: number;
+}
 
 const options: LiquidOptions = {
   // An empty in-memory file map: {% include %}, {% render %} and {% layout %} find nothing and
@@ -21,6 +30,7 @@ const options: LiquidOptions = {
   // The `date` filter renders in UTC whatever the server's time zone, so replicas agree.
   timezoneOffset: 0,
   parseLimit: 1_000_000,
+  // Per field, as liquidjs applies them; renderFields applies one budget across a message's fields.
   renderLimit: 1_000,
   memoryLimit: 10_000_000,
 };
@@ -148,16 +158,43 @@ export function unresolvedVariables(
 }
 
 /**
- * Renders every Liquid field of a definition; map fields stay maps. Parse and render errors are
- * a 400 naming the field under `prefix`.
+ * liquidjs's Limiter contract (`use` adds to a total, `check` compares a value with the limit),
+ * shared by every field of one message so the message has one budget.
  */
-export async function renderDefinition(
+class Budget {
+  private used = 0;
+  constructor(
+    private readonly what: string,
+    private readonly limit: number,
+  ) {}
+  use(count: number) {
+    if (+count > 0) {
+      if (this.used + +count > this.limit) throw new Error(`${this.what} limit of the message exceeded`);
+      this.used += +count;
+    }
+  }
+  check(count: number) {
+    if (+count > 0 && +count > this.limit) throw new Error(`${this.what} limit of the message exceeded`);
+  }
+}
+
+export type RenderOutcome = { ok: true; rendered: RenderedFields } | { ok: false; message: string; issues: ErrorIssue[] };
+
+/**
+ * Renders every Liquid field of a definition within one time and memory budget for the whole
+ * message; map fields stay maps. Parse and render errors, and a budget run out, name the field
+ * under `prefix`.
+ */
+export function renderFields(
   definition: MessageTemplateDefinition,
   scope: RenderScope,
+  budget: RenderBudget,
   prefix = "definition",
-): Promise<RenderedFields> {
+): RenderOutcome {
   const rendered: RenderedFields = {};
   const issues: ErrorIssue[] = [];
+  const memoryLimit = new Budget("memory", budget.memory);
+  const renderLimit = new Budget("time", performance.now() + budget.timeMs);
   let total = 0;
   if (definition.type === "Webhook") rendered.method = definition.method;
   for (const [key, value] of Object.entries(definition)) {
@@ -167,11 +204,15 @@ export async function renderDefinition(
     let out: string;
     try {
       const engine = engineFor(definition, path);
-      // Text without Liquid markup is itself. Rendering is synchronous: no tag or filter of these
-      // engines waits for anything, and a promise per node costs a broadcast more than the work.
-      out = hasMarkup(text) ? String(engine.renderSync(parseCached(engine, text), scope)) : text;
+      if (hasMarkup(text)) {
+        // biome-ignore lint/suspicious/noExplicitAny: liquidjs types its limiters as its own (unexported) Limiter class
+        const limits = { memoryLimit, renderLimit, liquid: engine } as any;
+        const ctx = new Context(scope, engine.options, { sync: true }, limits);
+        out = String(engine.renderSync(parseCached(engine, text), ctx));
+      } else out = text;
     } catch (err) {
       issues.push({ path: [prefix, ...path].join("."), message: `Liquid error: ${errorMessage(err)}` });
+      if (/limit of the message exceeded/.test(errorMessage(err))) break;
       continue;
     }
     total += out.length;
@@ -182,11 +223,13 @@ export async function renderDefinition(
       if (typeof map === "object") map[name] = out;
     }
   }
-  if (issues.length) throw badRequest("The template does not render", issues);
+  if (issues.length) return { ok: false, message: "The template does not render", issues };
   if (total > MAX_RENDERED_CHARS) {
-    throw badRequest("The rendered message is too large", [
-      { path: prefix, message: `renders to ${total} characters; the limit is ${MAX_RENDERED_CHARS}` },
-    ]);
+    return {
+      ok: false,
+      message: "The rendered message is too large",
+      issues: [{ path: prefix, message: `renders to ${total} characters; the limit is ${MAX_RENDERED_CHARS}` }],
+    };
   }
-  return rendered;
+  return { ok: true, rendered };
 }

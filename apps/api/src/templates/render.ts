@@ -3,10 +3,10 @@
 import type { MessageTemplateDefinition, RenderTemplateRequestBody, RenderTemplateResponse } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import { badRequest, notFound } from "../http/errors.ts";
-import { signUnsubscribeToken, unsubscribeUrl } from "../messaging/unsubscribe-token.ts";
 import { resolveIdentity } from "../users/service.ts";
 import { findTemplate } from "./service.ts";
-import { renderDefinition, type RenderScope, unresolvedVariables } from "./liquid.ts";
+import type { RenderScope } from "./liquid.ts";
+import type { RenderPool } from "./render-pool.ts";
 
 /** The `user` of the Liquid scope for a known user: its traits plus its canonical `id`. */
 export async function loadScopeUser(prisma: PrismaClient, workspaceId: string, userId: string): Promise<RenderScope["user"]> {
@@ -16,17 +16,11 @@ export async function loadScopeUser(prisma: PrismaClient, workspaceId: string, u
   return { ...(profile.traits as Record<string, unknown>), id: profileId };
 }
 
-export interface RenderOptions {
-  secretKey: string;
-  /** Scheme, host and port the unsubscribe link points at. */
-  baseUrl: string;
-}
-
 export async function renderTemplateRequest(
   prisma: PrismaClient,
+  renders: RenderPool,
   workspaceId: string,
   body: RenderTemplateRequestBody,
-  options: RenderOptions,
 ): Promise<RenderTemplateResponse> {
   let definition: MessageTemplateDefinition;
   let prefix = "definition";
@@ -56,13 +50,12 @@ export async function renderTemplateRequest(
   if (!user) throw badRequest("Give `userId` or `user`", [{ path: "userId", message: "required" }]);
   if (group === null) throw notFound(`Subscription group ${body.subscriptionGroupId}`);
 
-  const token = signUnsubscribeToken(options.secretKey, {
+  const unsubscribe = { workspaceId, userId: user.id, subscriptionGroupId: body.subscriptionGroupId };
+  const { rendered, unresolved } = await renders.preview(
     workspaceId,
-    userId: user.id,
-    subscriptionGroupId: body.subscriptionGroupId,
-  });
-  const scope: RenderScope = { user, event: body.event, workspace, unsubscribe_url: unsubscribeUrl(options.baseUrl, token) };
-  const rendered = await renderDefinition(definition, scope, prefix);
-  const unresolved = unresolvedVariables(definition, scope, prefix);
+    definition,
+    { user, event: body.event, workspace, unsubscribe },
+    prefix,
+  );
   return { type: definition.type, rendered, ...(unresolved.length ? { unresolved } : {}) };
 }

@@ -11,7 +11,7 @@ export const templateRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (ap
   const { prisma } = ctx.db;
   const { guard } = ctx;
   route(app, op["templates.upsert"], async ({ workspaceId, body }) => {
-    const template = await upsertTemplate(prisma, workspaceId, body);
+    const template = await upsertTemplate(prisma, workspaceId, body, ctx.renders);
     const warnings = await webhookWarnings(template, { guard });
     return warnings.length ? { ...template, warnings } : template;
   });
@@ -20,7 +20,5 @@ export const templateRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (ap
     toTemplateResource(await findTemplate(prisma, workspaceId, params.id)),
   );
   route(app, op["templates.delete"], ({ workspaceId, params }) => deleteTemplate(prisma, workspaceId, params.id));
-  route(app, op["templates.render"], ({ workspaceId, body }) =>
-    renderTemplateRequest(prisma, workspaceId, body, { secretKey: ctx.config.secretKey, baseUrl: ctx.config.publicUrl }),
-  );
+  route(app, op["templates.render"], ({ workspaceId, body }) => renderTemplateRequest(prisma, ctx.renders, workspaceId, body));
 };

@@ -13,7 +13,7 @@ import { jsonColumn, sameJson, upsert } from "../db/upsert.ts";
 import { Prisma, type MessageTemplate } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../http/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
-import { liquidSyntaxIssues } from "./liquid.ts";
+import type { RenderPool } from "./render-pool.ts";
 
 export function toTemplateResource(row: MessageTemplate): MessageTemplateResource {
   const definition = row.definition as MessageTemplateDefinition | null;
@@ -59,11 +59,14 @@ export async function upsertTemplate(
   prisma: PrismaClient,
   workspaceId: string,
   body: UpsertMessageTemplateRequestBody,
+  liquid: Pick<RenderPool, "syntaxIssues">,
 ): Promise<MessageTemplateResource> {
-  const issues = [
-    ...(body.definition ? liquidSyntaxIssues("definition", body.definition) : []),
-    ...(body.draft ? liquidSyntaxIssues("draft", body.draft) : []),
-  ];
+  const issues = (
+    await Promise.all([
+      body.definition ? liquid.syntaxIssues("definition", body.definition) : [],
+      body.draft ? liquid.syntaxIssues("draft", body.draft) : [],
+    ])
+  ).flat();
   if (issues.length) throw badRequest("The template has Liquid syntax errors", issues);
 
   const stored = (row: MessageTemplate) => ({

@@ -125,8 +125,23 @@ describe("a first start that fails after creating keys (port in use)", () => {
       PORT: port,
     });
     expect(external.code, external.output).toBe(1);
-    expect(external.output).toMatch(/admin API key: tda_\S+/);
-    expect(external.output).toContain("not saved anywhere");
+    // Saved nowhere, keys go to a terminal only: this output is a pipe, so the log says how to mint them.
+    expect(external.output).not.toMatch(/admin API key: tda_|write key: tdw_/);
+    expect(external.output).toMatch(
+      /its keys are not printed \(stdout is not a terminal\): mint an admin key with the root key \(POST \/api\/admin\/workspaces\/[0-9a-f-]{36}\/api-keys\)/,
+    );
     expect(existsSync(path.join(elsewhere, "credentials.json"))).toBe(false);
+
+    // An init job that reads its own output asks for them.
+    const asked = await runMain({
+      DATABASE_URL: await createTestDatabase(),
+      TIDINGS_ROOT_KEY: ROOT,
+      TIDINGS_SECRET_KEY: SECRET,
+      TIDINGS_DATA_DIR: elsewhere,
+      TIDINGS_PRINT_KEYS: "true",
+      PORT: port,
+    });
+    expect(asked.output).toMatch(/admin API key: tda_\S+/);
+    expect(asked.output).toContain("not saved anywhere");
   });
 });

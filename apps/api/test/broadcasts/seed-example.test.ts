@@ -16,7 +16,8 @@ let expo: ExpoDouble;
 
 beforeAll(async () => {
   expo = await new ExpoDouble().start();
-  t = await createTestApp();
+  // The provider double listens on 127.0.0.1, which only an allow-list lets a send reach.
+  t = await createTestApp({ outboundAllowedHosts: ["127.0.0.1"] });
 });
 afterAll(async () => {
   await t?.close();

@@ -2,10 +2,10 @@
 // route shows the same), the other fields stay text, trait values are never parsed as Liquid.
 import type { EmailTemplate } from "@tidings/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { renderEmail } from "../../src/messaging/render-email.ts";
-import { renderDefinition, type RenderScope } from "../../src/templates/liquid.ts";
+import type { RenderScope } from "../../src/templates/liquid.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";
+import { renderDefinition, renderEmail } from "../support/render.ts";
 
 const hostile = {
   id: "u1",

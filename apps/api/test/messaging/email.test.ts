@@ -6,7 +6,7 @@ import { SMTPServer, type SMTPServerOptions } from "smtp-server";
 import { afterEach, describe, expect, it } from "vitest";
 import { EmailSender, type SmtpSenderConfig } from "../../src/messaging/channels/email.ts";
 import type { EmailRendered, OutgoingMessage } from "../../src/messaging/channels/types.ts";
-import { renderEmail } from "../../src/messaging/render-email.ts";
+import { renderEmail } from "../support/render.ts";
 import { loopback } from "../support/outbound.ts";
 
 const USER = "tidings";

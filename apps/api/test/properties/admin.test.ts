@@ -2,6 +2,7 @@
 // template render preview, the answer is never a 5xx; after a 2xx the stored resource reads back
 // through GET as a value its @tidings/schema resource schema accepts.
 import {
+  DEFINITION_INSTANT_RANGE,
   JourneyResource,
   MessageTemplateResource,
   RenderTemplateRequestBody,
@@ -11,6 +12,7 @@ import {
   UpsertJourneyRequestBody,
   UpsertMessageTemplateRequestBody,
   UpsertSegmentRequestBody,
+  SEGMENT_DEFINITION_LIMITS,
 } from "@tidings/schema";
 import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -79,7 +81,11 @@ const operator = fc.oneof(
     value: fc.double({ noNaN: true, noDefaultInfinity: true }),
   }),
   fc.record({ type: fc.constant("Within"), windowSeconds: seconds }),
-  fc.record({ type: fc.constant("AbsoluteTimestamp"), absoluteTimestamp: fc.integer(), direction: fc.constantFrom("after", "before") }),
+  fc.record({
+    type: fc.constant("AbsoluteTimestamp"),
+    absoluteTimestamp: fc.integer({ min: DEFINITION_INSTANT_RANGE.min, max: DEFINITION_INSTANT_RANGE.max }),
+    direction: fc.constantFrom("after", "before"),
+  }),
 );
 const hasBeen = fc.record({
   type: fc.constant("HasBeen"),
@@ -98,7 +104,7 @@ const leaf = (id: string) =>
         type: fc.constant("Performed"),
         id: fc.constant(id),
         event: plainString,
-        times: fc.nat(),
+        times: fc.nat({ max: SEGMENT_DEFINITION_LIMITS.times }),
         timesOperator: fc.constantFrom("=", ">=", "<"),
         withinSeconds: seconds,
         properties: fc.array(propertyCondition, { maxLength: 2 }),

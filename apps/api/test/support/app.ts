@@ -86,6 +86,7 @@ export async function createTestApp(overrides: Partial<ResolvedConfig> & Context
       await ctx.ingestor.close();
       await ctx.jobs.stop();
       await ctx.senders.close();
+      await ctx.renders.close();
       await ctx.db.close();
     },
   };

@@ -87,6 +87,14 @@ function splitCells(row: string): string[] {
 const OBJECT_COLUMNS = new Set(["traits", "properties", "context", "integrations"]);
 const JSON_LITERAL = /^(-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?|true|false|null)$/;
 
+/** Keys a dotted column may not name: they would reach the prototype of the objects built from it. */
+const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+
+/** The header's columns that name a forbidden key (e.g. `__proto__.x`), each once. */
+export function forbiddenColumns(header: string[]): string[] {
+  return header.map((c) => c.trim()).filter((column) => column.split(".").some((key) => FORBIDDEN_KEYS.has(key)));
+}
+
 export function csvRowToEvent(header: string[], row: CsvRow): SourceRecord {
   const { line, raw, cells } = row;
   if (cells.length > header.length) return { line, raw, error: `${cells.length} cells but the header names ${header.length} columns` };

@@ -1,7 +1,8 @@
 // Reads an events file as a stream of records, one per NDJSON line or CSV row, each with its
 // line number. Files are read in chunks and split here (faster than readline for large files).
 import { createReadStream } from "node:fs";
-import { CsvRows, csvRowToEvent } from "./csv.js";
+import { UsageError } from "../errors.js";
+import { CsvRows, csvRowToEvent, forbiddenColumns } from "./csv.js";
 
 export interface SourceRecord {
   /** 1-based line number where the record starts. */
@@ -71,8 +72,15 @@ export async function* readRecords(file: string, format: Format, onRead: (chars:
     for (const text of batch) {
       lineNo++;
       for (const row of rows.push(text, lineNo)) {
-        if (!header) header = row.cells;
-        else out.push(csvRowToEvent(header, row));
+        if (!header) {
+          header = row.cells;
+          const forbidden = forbiddenColumns(header);
+          if (forbidden.length > 0) {
+            throw new UsageError(`${file}: the CSV header names keys an event may not have`, [
+              ...forbidden.map((c) => `column ${JSON.stringify(c)}: __proto__, constructor and prototype are not event fields`),
+            ]);
+          }
+        } else out.push(csvRowToEvent(header, row));
       }
     }
     yield out;

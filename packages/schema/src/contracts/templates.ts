@@ -78,10 +78,10 @@ export const templateContracts = [
       "Renders a stored template (`templateId`, its `definition` or, with `source: draft`, its draft) or an inline `definition`, for a stored user (`userId`: its traits plus `id`) or an inline `user`.",
       "The Liquid scope is `user` (traits as `user.<trait>`, plus `user.id`), `event` (when given: as the entry event of an event-triggered journey), `workspace` ({id, name}) and `unsubscribe_url`: a signed link, valid for a year, to `GET/POST /api/public/subscriptions/unsubscribe` under the server's `TIDINGS_PUBLIC_URL` (never the request's `Host`).",
       "`unresolved` lists the variables that resolved to nothing for this user, each with its field (e.g. `user.userId` in `definition.body`: the id is `user.id`); they rendered as an empty string.",
-      "Liquid errors (syntax, unknown filters, `{% include %}` — templates cannot read files —, render time or memory limits) are a 400 naming the field. 404 for an unknown template, user or subscription group.",
+      "Liquid errors (syntax, unknown filters, `{% include %}` — templates cannot read files —, the message's render time or memory budget run out) are a 400 naming the field. Rendering runs off the server's event loop, within one budget per message for all its fields (TIDINGS_RENDER_TIME_LIMIT_MS, default 250 ms). A workspace renders at most 2 previews at once per server process: more are a 429 with Retry-After. 404 for an unknown template, user or subscription group.",
     ].join("\n\n"),
     body: RenderTemplateRequestBody,
     success: { status: 200, description: "The rendered fields.", schema: RenderTemplateResponse },
-    errors: adminErrors("NOT_FOUND"),
+    errors: adminErrors("NOT_FOUND", "RATE_LIMITED"),
   }),
 ] as const;

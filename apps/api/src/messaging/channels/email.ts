@@ -4,6 +4,7 @@
 // server is connected to at an address the outbound guard resolved and allowed (outbound-guard.ts),
 // on an SMTP port, and credentials are sent only over TLS, unless the host is allow-listed.
 import { createHash } from "node:crypto";
+import { isIP } from "node:net";
 import { format } from "node:util";
 import type { SmtpConfig } from "@tidings/schema";
 import pMap from "p-map";
@@ -190,6 +191,24 @@ function withTrouble(outcome: PermanentFailure | TransientFailure, err: Nodemail
   return { ...outcome, reason: `${outcome.reason} (last transport error: ${last.message})`.slice(0, MAX_REASON) };
 }
 
+/**
+ * Where and how a provider's pool connects: to `address` (resolved and allowed by the guard) with
+ * the configured host as TLS server name; credentials only over TLS — implicit (`secure`) or
+ * STARTTLS, which is then required — unless the host is allow-listed (`allowListed`).
+ */
+export function smtpConnection(config: SmtpSenderConfig, address: string, allowListed: boolean) {
+  const secure = config.secure ?? config.port === 465;
+  return {
+    host: address,
+    // The name certificates are checked against (an IP literal has none to send).
+    ...(isIP(config.host) ? {} : { servername: config.host }),
+    port: config.port,
+    secure,
+    ...(config.username ? { auth: { user: config.username, pass: config.password ?? "" } } : {}),
+    ...(config.username && !secure && !allowListed ? { requireTLS: true } : {}),
+  };
+}
+
 export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfig> {
   readonly #options: Required<Omit<EmailSenderOptions, "log" | "guard">> & Pick<EmailSenderOptions, "log">;
   readonly #guard: OutboundGuard;
@@ -234,15 +253,9 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
       const o = this.#options;
       const trouble: PoolTrouble = { last: null, logged: null };
       const report = (level: "warn" | "error", message: string) => this.#trouble(trouble, config, level, message);
-      const secure = config.secure ?? config.port === 465;
       const transport: Pool = nodemailer.createTransport({
+        ...smtpConnection(config, address, this.#guard.allowed(config.host)),
         pool: true,
-        host: address,
-        servername: config.host,
-        port: config.port,
-        secure,
-        ...(config.username ? { auth: { user: config.username, pass: config.password ?? "" } } : {}),
-        ...(config.username && !secure && !this.#guard.allowed(config.host) ? { requireTLS: true } : {}),
         maxConnections: o.concurrency,
         maxMessages: 100,
         idleTimeout: 60_000,
