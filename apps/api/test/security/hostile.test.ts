@@ -5,6 +5,7 @@ import { generateKeyPairSync, randomUUID } from "node:crypto";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { smtpConnection } from "../../src/messaging/channels/email.ts";
+import { signUnsubscribeToken } from "../../src/messaging/unsubscribe-token.ts";
 import { waitFor } from "../broadcasts/support.ts";
 import { identify, segmentWorld, track } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
@@ -367,6 +368,21 @@ describe("two workspaces with the same ids", () => {
     await receiver?.close();
   });
 
+  it("their senders' job keys are distinct (a shared key would merge one workspace's senders into the other's)", async () => {
+    const id = randomUUID();
+    const [a, b] = [await t.newWorkspace(), await t.newWorkspace()];
+    const client = await t.ctx.db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      for (const ws of [a, b]) for (const q of t.ctx.sends.wakeQueries("journey", ws.id, id, false)) await client.query(q.text, q.values);
+      const { rows } = await client.query("SELECT count(DISTINCT key)::int AS n FROM graphile_worker.jobs WHERE key LIKE '%' || $1 || '%'", [id]);
+      expect(rows[0].n).toBe(8);
+    } finally {
+      await client.query("ROLLBACK");
+      client.release();
+    }
+  });
+
   it("one sending to an endpoint that answers in 5 s does not hold up the other's messages", { timeout: 60_000 }, async () => {
     const templateId = randomUUID();
     const journeyId = randomUUID();
@@ -486,5 +502,44 @@ describe("a definition failing at evaluation", () => {
       10_000,
     );
     expect(fixed.failing).toBeUndefined();
+  });
+});
+
+describe("the small holes", () => {
+  let t: TestApp;
+  const logged: string[] = [];
+  beforeAll(async () => {
+    t = await createTestApp({ logLevel: "info", logStream: { write: (line) => logged.push(line) } });
+  });
+  afterAll(() => t?.close());
+
+  it("an unsubscribe link's token is not in the request log, and the link used after the user's erasure writes nothing", async () => {
+    const w = await segmentWorld(t);
+    const group = await w.admin("PUT", "/api/admin/subscription-groups", { name: "news", channel: "Email", type: "OptOut" });
+    await w.send([identify("gone", { email: "gone@acme.test" }, Date.now())]);
+    const token = signUnsubscribeToken(t.ctx.config.secretKey, { workspaceId: w.ws.id, userId: "gone", subscriptionGroupId: group.id });
+    await w.admin("DELETE", "/api/admin/users/gone");
+
+    const page = await request(t.url, "GET", `/api/public/subscriptions/unsubscribe?token=${encodeURIComponent(token)}`);
+    expect(page.status).toBe(200);
+    const confirm = await request(t.url, "POST", `/api/public/subscriptions/unsubscribe?token=${encodeURIComponent(token)}`);
+    expect(confirm.status).toBe(200);
+    const { pool } = t.ctx.db;
+    const rows = async (table: string) =>
+      (await pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE workspace_id = $1 AND profile_id = 'gone'`, [w.ws.id])).rows[0].n;
+    expect(await rows("subscription_assignments")).toBe(0);
+    expect(await rows("profiles")).toBe(0);
+    expect(
+      (await pool.query("SELECT count(*)::int AS n FROM segment_outbox WHERE workspace_id = $1 AND 'gone' = ANY(ids)", [w.ws.id])).rows[0]
+        .n,
+    ).toBe(0);
+
+    const lines = logged.filter((l) => l.includes("/api/public/subscriptions/unsubscribe"));
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    for (const line of lines) {
+      expect(line).not.toContain(token);
+      expect(line).not.toContain(encodeURIComponent(token));
+      expect(line).toContain("/api/public/subscriptions/unsubscribe?token=…");
+    }
   });
 });

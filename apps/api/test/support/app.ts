@@ -5,7 +5,7 @@ import pg from "pg";
 import { inject } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import { loadConfig, type ResolvedConfig } from "../../src/config.ts";
-import { buildApp } from "../../src/http/app.ts";
+import { type BuildOptions, buildApp } from "../../src/http/app.ts";
 import type { AppContext } from "../../src/http/context.ts";
 import { type ContextOptions, createContext } from "../../src/server.ts";
 
@@ -49,8 +49,10 @@ export async function createDatabase(options: string): Promise<string> {
   return u.toString();
 }
 
-export async function createTestApp(overrides: Partial<ResolvedConfig> & ContextOptions = {}): Promise<TestApp> {
-  const { clock, segmentsHeavyIngestion, retentionSlices, ...configOverrides } = overrides;
+export async function createTestApp(
+  overrides: Partial<ResolvedConfig> & ContextOptions & Pick<BuildOptions, "logStream"> = {},
+): Promise<TestApp> {
+  const { clock, segmentsHeavyIngestion, retentionSlices, logStream, ...configOverrides } = overrides;
   // A second app on another's database (`databaseUrl` given) stands for another replica.
   const databaseUrl = configOverrides.databaseUrl ?? (await createTestDatabase());
   const config: ResolvedConfig = {
@@ -67,7 +69,7 @@ export async function createTestApp(overrides: Partial<ResolvedConfig> & Context
     ...(segmentsHeavyIngestion ? { segmentsHeavyIngestion } : {}),
     ...(retentionSlices ? { retentionSlices } : {}),
   });
-  const app = await buildApp(ctx);
+  const app = await buildApp(ctx, logStream ? { logStream } : {});
   await ctx.jobs.start();
   const url = await app.listen({ port: 0, host: "127.0.0.1" });
   const newWorkspace = async (name = `ws-${randomUUID()}`) => {
