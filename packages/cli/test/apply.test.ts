@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { adminGet, newWorkspace, runCli, tempDir, type Workspace } from "./support/cli.js";
+import { startProxy } from "./support/proxy.js";
 
 const GROUP_ID = "5d7b0c3e-2a51-4c1b-8f0e-1a2b3c4d5e01";
 const SEGMENT_ID = "5d7b0c3e-2a51-4c1b-8f0e-1a2b3c4d5e02";
@@ -271,6 +272,31 @@ describe("tidings segments|templates|subscription-groups|journeys", () => {
 
     const journeys = await runCli(["journeys", "list", "--json"], { env: ws.env });
     expect(JSON.parse(journeys.stdout).items).toEqual([expect.objectContaining({ name: "Onboarding", status: "NotStarted" })]);
+  });
+
+  it("shows a FAILING column, with the reason and the next retry, when a segment's evaluation fails", async () => {
+    const listed = await adminGet<{ items: Record<string, unknown>[]; nextCursor: null }>(ws, "/api/admin/segments");
+    const failing = {
+      reason: "the stored definition is not a valid segment definition",
+      since: 1_800_000_000_000,
+      failures: 3,
+      retryAt: 1_800_000_040_000,
+    };
+    const body = JSON.stringify({ ...listed, items: [{ ...listed.items[0], failing }], segments: [{ ...listed.items[0], failing }] });
+    // The server answers `failing` only for a definition it cannot evaluate; a proxy stands for one here.
+    const proxy = await startProxy(ws.host, ({ method, path: p }) =>
+      method === "GET" && p.startsWith("/api/admin/segments?")
+        ? { status: 200, headers: { "content-type": "application/json" }, body }
+        : undefined,
+    );
+    try {
+      const table = await runCli(["segments", "list"], { env: { ...ws.env, TIDINGS_HOST: proxy.url } });
+      expect(table.status, table.stderr).toBe(0);
+      expect(table.stdout).toMatch(/^NAME\s+ID\s+ENTRY\s+MEMBERS\s+UPDATED\s+FAILING$/m);
+      expect(table.stdout).toContain("the stored definition is not a valid segment definition (retry 2027-01-15 08:00:40)");
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("gets a resource by id or by name; the YAML goes back through apply unchanged", async () => {

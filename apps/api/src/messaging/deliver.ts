@@ -206,7 +206,10 @@ export class Deliverer {
         );
         group.forEach((c, i) => {
           const r = results[i]!;
-          if (!r.ok) return fail(c, r.reason);
+          if (!r.ok) {
+            fail(c, r.reason);
+            return;
+          }
           const contact = contactOf(c);
           const mark: Marked = { id: c.id, attempts: c.attempts, outcome: { status: "sent" }, contact, rendered: r.rendered };
           channelMarks.push(mark);

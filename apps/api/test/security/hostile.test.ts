@@ -375,7 +375,10 @@ describe("two workspaces with the same ids", () => {
     try {
       await client.query("BEGIN");
       for (const ws of [a, b]) for (const q of t.ctx.sends.wakeQueries("journey", ws.id, id, false)) await client.query(q.text, q.values);
-      const { rows } = await client.query("SELECT count(DISTINCT key)::int AS n FROM graphile_worker.jobs WHERE key LIKE '%' || $1 || '%'", [id]);
+      const { rows } = await client.query(
+        "SELECT count(DISTINCT key)::int AS n FROM graphile_worker.jobs WHERE key LIKE '%' || $1 || '%'",
+        [id],
+      );
       expect(rows[0].n).toBe(8);
     } finally {
       await client.query("ROLLBACK");
@@ -502,6 +505,54 @@ describe("a definition failing at evaluation", () => {
       10_000,
     );
     expect(fixed.failing).toBeUndefined();
+  });
+});
+
+describe("a journey failing as it advances", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t?.close());
+
+  it("is set aside with the reason while the workspace's other journeys go on", async () => {
+    const w = await segmentWorld(t);
+    const template = await w.admin("PUT", "/api/admin/content/templates", { name: "sms", definition: { type: "Sms", body: "hi" } });
+    const journey = (name: string) =>
+      w.admin("PUT", "/api/admin/journeys", {
+        name,
+        status: "Running",
+        definition: {
+          entryNode: { type: "EventEntryNode", event: "Go", child: "m" },
+          nodes: [{ id: "m", type: "MessageNode", channel: "Sms", templateId: template.id, child: "ExitNode" }],
+        },
+      });
+    const bad = await journey("refused");
+    const good = await journey("fine");
+    // PostgreSQL refuses to move the runs of one journey (a data exception in its statement).
+    await t.ctx.db.pool.query(
+      `CREATE FUNCTION refuse_runs() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION 'value out of range for this journey' USING ERRCODE = '22003'; END $$;
+       CREATE TRIGGER refuse_runs BEFORE UPDATE ON journey_runs FOR EACH ROW
+         WHEN (OLD.journey_id = '${bad.id}'::uuid) EXECUTE FUNCTION refuse_runs();`,
+    );
+    try {
+      await w.send([track({ userId: "ada" }, "Go", Date.now())]);
+      const runs = await waitFor(
+        async () => (await w.admin("GET", `/api/admin/journeys/${good.id}/runs`)).items as any[],
+        (rs) => rs.length === 1 && rs[0].status === "Completed",
+        10_000,
+      );
+      expect(runs[0].userId).toBe("ada");
+      const failing = await waitFor(
+        () => w.admin("GET", `/api/admin/journeys/${bad.id}`),
+        (j) => j.failing !== undefined,
+      );
+      expect(failing.failing).toMatchObject({ reason: "value out of range for this journey", failures: expect.any(Number) });
+      expect((await request(t.url, "GET", "/metrics")).text).toMatch(/^tidings_definitions_failing\{kind="journey"\} 1$/m);
+    } finally {
+      await t.ctx.db.pool.query("DROP TRIGGER refuse_runs ON journey_runs; DROP FUNCTION refuse_runs()");
+    }
   });
 });
 
