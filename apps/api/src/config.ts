@@ -136,11 +136,18 @@ const EnvSchema = z.object({
   TIDINGS_WORKER_CONCURRENCY: z.coerce
     .number()
     .int()
-    .min(2)
+    .min(1)
+    .max(100)
+    .default(4)
+    .describe("Background jobs a worker runs at once besides sending: the segment engine, journeys, ticks and retention."),
+  TIDINGS_SEND_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
     .max(100)
     .default(8)
     .describe(
-      "Background jobs a worker runs at once: half (rounded down) send messages, the rest run the segment engine, ticks and timers.",
+      "Message senders a worker runs at once (a source has at most 4); one workspace's senders hold at most half of them, each with a database connection of its own for its slot lock.",
     ),
   TIDINGS_RENDER_THREADS: z.coerce
     .number()
@@ -219,8 +226,10 @@ export interface Config {
   deliveryLeaseSeconds: number;
   /** Template rendering: threads (undefined: the cores but one, 1 to 4) and each message's time budget. */
   render: { threads: number | undefined; timeLimitMs: number };
-  /** Background jobs a worker process runs at once, split between the sending and default lanes. */
+  /** Background jobs a worker process runs at once besides sending (the default lane). */
   workerConcurrency: number;
+  /** Message senders a worker process runs at once (the sending lane). */
+  sendConcurrency: number;
   /** Event-loop lag (ms) beyond which requests get 503 + Retry-After; 0: no guard. */
   maxEventLoopDelayMs: number;
   /** Retention in days (src/retention); null: kept forever (the default). */
@@ -281,6 +290,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     outboundAllowedHosts: [...new Set([...e.TIDINGS_OUTBOUND_ALLOWED_HOSTS, ...e.TIDINGS_WEBHOOK_ALLOWED_HOSTS])],
     deliveryLeaseSeconds: e.TIDINGS_DELIVERY_LEASE_SECONDS,
     workerConcurrency: e.TIDINGS_WORKER_CONCURRENCY,
+    sendConcurrency: e.TIDINGS_SEND_CONCURRENCY,
     render: { threads: e.TIDINGS_RENDER_THREADS, timeLimitMs: e.TIDINGS_RENDER_TIME_LIMIT_MS },
     maxEventLoopDelayMs: e.TIDINGS_MAX_EVENT_LOOP_DELAY_MS,
     retention: {

@@ -45,7 +45,13 @@ export interface ContextOptions {
 export function createContext(config: ResolvedConfig, databaseUrl: string, options: ContextOptions = {}): AppContext {
   const db = createDb(databaseUrl, config.dbPoolSize);
   const log = levelLog(config.logLevel);
-  const jobs = createJobLayer({ connectionString: databaseUrl, role: config.role, concurrency: config.workerConcurrency, log });
+  const jobs = createJobLayer({
+    connectionString: databaseUrl,
+    role: config.role,
+    concurrency: config.workerConcurrency,
+    sendConcurrency: config.sendConcurrency,
+    log,
+  });
   const metrics = createMetrics(
     jobs,
     async () => {
@@ -112,7 +118,7 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     metrics,
     log,
   });
-  const sends = new SendJobs({ pool: db.pool, jobs, deliverer, leaseSeconds: config.deliveryLeaseSeconds, log });
+  const sends = new SendJobs({ pool: db.pool, connectionString: databaseUrl, jobs, deliverer, leaseSeconds: config.deliveryLeaseSeconds, log });
   sends.register();
   sends.addSource(journeyDeliverySource(db.pool));
   new BroadcastRunner({ pool: db.pool, prisma: db.prisma, jobs, segments, sends }).register();
@@ -207,6 +213,7 @@ export async function startTidings(baseConfig: Config, log: (msg: string) => voi
           await app.close();
           await started.ingestor.close();
           await started.jobs.stop();
+          await started.sends.close();
           await started.senders.close();
           await started.renders.close();
           await started.db.close();
@@ -215,6 +222,8 @@ export async function startTidings(baseConfig: Config, log: (msg: string) => voi
     };
   } catch (err) {
     await ctx?.jobs.stop();
+    await ctx?.sends.close();
+    await ctx?.renders.close();
     await ctx?.db.close();
     await embedded?.stop();
     throw err;

@@ -3,8 +3,8 @@
 // - `register(task, handler, {lane})` before `start()`. Jobs run only in TIDINGS_ROLE=all|worker processes;
 //   any role enqueues. Workers share the jobs (SKIP LOCKED); a job is retried with exponential
 //   back-off when its handler throws (25 attempts unless `maxAttempts`), so handlers are idempotent.
-// - Lanes: a worker's TIDINGS_WORKER_CONCURRENCY slots are split between the `send` lane (message
-//   senders) and the `default` lane (everything else), so neither can take the other's slots. A
+// - Lanes: the `send` lane (message senders, TIDINGS_SEND_CONCURRENCY slots) and the `default` lane
+//   (everything else, TIDINGS_WORKER_CONCURRENCY), so neither can take the other's slots. A
 //   handler still does a bounded slice of work and re-enqueues itself rather than looping.
 // - Enqueue with `jobs.add(task, payload, opts)`, or in the caller's transaction with
 //   `addJobQuery(...)` (pg `client.query(q.text, q.values)`, Prisma

@@ -73,10 +73,13 @@ export interface JobLayerOptions {
   connectionString: string;
   role: "all" | "api" | "worker";
   /**
-   * Jobs run at once by this process (default 8, TIDINGS_WORKER_CONCURRENCY), split between the
-   * lanes that have tasks: half (at least 1) send messages, the rest run everything else (at least 1).
+   * Jobs run at once by this process. With `sendConcurrency`, the `default` lane's slots
+   * (TIDINGS_WORKER_CONCURRENCY); without it, split between the lanes that have tasks: half (at
+   * least 1) send messages, the rest run everything else (at least 1). Default 8.
    */
   concurrency?: number;
+  /** The `send` lane's slots (TIDINGS_SEND_CONCURRENCY), when they are set apart from `concurrency`. */
+  sendConcurrency?: number;
   /**
    * How often each idle worker slot looks for jobs that became due (default 500 ms). Jobs due at
    * once are announced by NOTIFY and start within milliseconds; this bounds the lateness of
@@ -97,13 +100,19 @@ export async function migrateJobs(connectionString: string, log: JobLog = () => 
 }
 
 export function createJobLayer(opts: JobLayerOptions): JobLayer {
-  const concurrency = Math.max(1, opts.concurrency ?? 8);
-  /** A lane's slots: the whole concurrency when it is the only lane with tasks, else its half (at least 1). */
+  const given = Math.max(1, opts.concurrency ?? 8);
+  const sendSlots = opts.sendConcurrency === undefined ? null : Math.max(1, opts.sendConcurrency);
+  /**
+   * A lane's slots: set apart (`sendConcurrency`), or the whole concurrency when it is the only lane
+   * with tasks, else its half (at least 1).
+   */
   const laneConcurrency = (lane: JobLane, lanes: number) => {
-    if (lanes === 1) return concurrency;
-    const send = Math.max(1, Math.floor(concurrency / 2));
-    return lane === "send" ? send : Math.max(1, concurrency - send);
+    if (sendSlots !== null) return lane === "send" ? sendSlots : given;
+    if (lanes === 1) return given;
+    const send = Math.max(1, Math.floor(given / 2));
+    return lane === "send" ? send : Math.max(1, given - send);
   };
+  const concurrency = given + (sendSlots ?? 0);
   const pollInterval = opts.pollIntervalMs ?? 500;
   const stopTimeoutMs = opts.stopTimeoutMs ?? 10_000;
   const log = opts.log ?? (() => {});

@@ -4,7 +4,7 @@
 // a progress stamp. A sender sends chunks for a bounded slice, then yields: it frees its slot and
 // enqueues its successor. A tick every second gives a sender to each active stream that has work
 // due and no live sender (a worker died, a start was lost), and reports drained streams.
-import type pg from "pg";
+import pg from "pg";
 import type { JobLayer, JobLog, SqlQuery } from "../jobs/index.ts";
 import { addJobQuery } from "../jobs/index.ts";
 import type { Deliverer } from "./deliver.ts";
@@ -29,6 +29,11 @@ interface SendPayload {
 
 export interface SendJobsOptions {
   pool: pg.Pool;
+  /**
+   * Where the senders' slot locks are held: one connection per running sender for its whole
+   * slice (default: a pool of its own, of the sending lane's size, on `connectionString`).
+   */
+  connectionString: string;
   jobs: JobLayer;
   /**
    * Senders of one workspace running at once in this process (default: half the sending lane's
@@ -54,9 +59,24 @@ export class SendJobs {
   /** Senders running in this process, per workspace. */
   private running = new Map<string, number>();
   private readonly perWorkspace: number;
+  /** The slot locks' connections, apart from the pool that claims and marks: a held lock never starves a query. */
+  private readonly locks: pg.Pool;
 
   constructor(private o: SendJobsOptions) {
-    this.perWorkspace = o.perWorkspace ?? Math.max(1, Math.floor(o.jobs.slots("send") / 2));
+    const slots = o.jobs.slots("send");
+    this.perWorkspace = o.perWorkspace ?? Math.max(1, Math.floor(slots / 2));
+    this.locks = new pg.Pool({
+      connectionString: o.connectionString,
+      max: Math.max(1, slots),
+      idleTimeoutMillis: 30_000,
+      application_name: "tidings-send-slots",
+    });
+    this.locks.on("error", (err) => o.log("warn", `idle slot-lock connection failed: ${err.message}`));
+  }
+
+  /** Ends the slot locks' connections (after the job layer stopped: no sender runs). */
+  async close() {
+    await this.locks.end();
   }
 
   /** Adds a kind of source; call before `register()`. */
@@ -115,7 +135,7 @@ export class SendJobs {
   private async sendInSlot(p: SendPayload, stopping?: AbortSignal) {
     const source = this.source(p.kind);
     const stream: StreamRef = { column: source.column, id: p.id };
-    const client = await this.o.pool.connect();
+    const client = await this.locks.connect();
     let lost: Error | undefined;
     // The lock's connection may fail while the slice runs (a database restart): stop claiming.
     const onError = (err: Error) => {

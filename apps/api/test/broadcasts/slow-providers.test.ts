@@ -48,7 +48,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => smtp.listen(0, "127.0.0.1", () => r()));
   smtpPort = (smtp.server.address() as AddressInfo).port;
   // A send lane wider than a broadcast's 4 slots: only the slot locks keep its senders at 4.
-  t = await createTestApp({ outboundAllowedHosts: ["127.0.0.1"], deliveryLeaseSeconds: 3, workerConcurrency: 16 });
+  t = await createTestApp({ outboundAllowedHosts: ["127.0.0.1"], deliveryLeaseSeconds: 3, sendConcurrency: 16 });
 });
 afterAll(async () => {
   await t?.close();

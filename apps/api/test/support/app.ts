@@ -87,6 +87,7 @@ export async function createTestApp(
       await app.close();
       await ctx.ingestor.close();
       await ctx.jobs.stop();
+      await ctx.sends.close();
       await ctx.senders.close();
       await ctx.renders.close();
       await ctx.db.close();

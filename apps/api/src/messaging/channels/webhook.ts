@@ -26,12 +26,18 @@ export interface WebhookSenderOptions {
   maxRedirects?: number;
   /** Requests in flight per `send` call. Default 32. */
   concurrency?: number;
-  /** Keep-alive connections per origin (shared by every `send`). Default 128: a broadcast's 4 senders × 32. */
+  /**
+   * Keep-alive connections per origin and workspace (shared by the workspace's `send`s). Default
+   * 128: a broadcast's 4 senders × 32. Each workspace has its own: one whose endpoint answers
+   * slowly never holds the connections another needs to the same origin.
+   */
   connectionsPerOrigin?: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_REDIRECTS = 3;
+/** Workspaces whose keep-alive connections are kept at once. */
+const AGENTS = 256;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Template headers we never pass on: framing and connection management are the client's, `host` the URL's. */
 const DROPPED_HEADERS = new Set([
@@ -97,14 +103,16 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
   private readonly maxRedirects: number;
   private readonly concurrency: number;
   private readonly keys = new Map<string, KeyObject | Error>();
-  private readonly agent: Agent;
+  private readonly connections: number;
+  /** Each workspace's keep-alive connections, the most recently used last (at most AGENTS kept). */
+  private readonly agents = new Map<string, Agent>();
 
   constructor(options: WebhookSenderOptions) {
     this.guard = options.guard;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     this.concurrency = Math.max(1, options.concurrency ?? 32);
-    this.agent = this.guard.agent({ connections: options.connectionsPerOrigin ?? 128, connectTimeoutMs: this.timeoutMs });
+    this.connections = options.connectionsPerOrigin ?? 128;
   }
 
   async send(messages: OutgoingMessage<WebhookRendered>[], config: WebhookConfig): Promise<SendOutcome[]> {
@@ -118,7 +126,25 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    const agents = [...this.agents.values()];
+    this.agents.clear();
+    await Promise.all(agents.map((a) => a.close()));
+  }
+
+  private agentOf(workspaceId: string): Agent {
+    let agent = this.agents.get(workspaceId);
+    if (agent) this.agents.delete(workspaceId);
+    else {
+      agent = this.guard.agent({ connections: this.connections, connectTimeoutMs: this.timeoutMs });
+      // The least recently used goes (its requests in flight finish first).
+      while (this.agents.size >= AGENTS) {
+        const [oldest, old] = this.agents.entries().next().value as [string, Agent];
+        this.agents.delete(oldest);
+        void old.close();
+      }
+    }
+    this.agents.set(workspaceId, agent);
+    return agent;
   }
 
   private signingKey(secret: string): KeyObject | Error {
@@ -171,7 +197,7 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
 
       let res: Dispatcher.ResponseData;
       try {
-        res = await this.agent.request({
+        res = await this.agentOf(message.workspaceId).request({
           origin: url.origin,
           path: url.pathname + url.search,
           method: method as Dispatcher.HttpMethod,
