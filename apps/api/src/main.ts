@@ -5,6 +5,7 @@ import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { migrateJobs } from "./jobs/index.ts";
 import { startTidings, type Tidings } from "./server.ts";
+import { errorText } from "./lib/errors.ts";
 
 const log = (msg: string) => process.stderr.write(`tidings: ${msg}\n`);
 
@@ -43,7 +44,7 @@ async function main() {
     tidings.close().then(
       () => process.exit(0),
       (err) => {
-        log(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
+        log(`shutdown failed: ${errorText(err)}`);
         process.exit(1);
       },
     );
@@ -90,6 +91,6 @@ async function announceKeys(config: Config, tidings: Tidings) {
 
 main().catch((err) => {
   if (err instanceof ConfigError) log(err.message);
-  else log(`failed to start: ${err instanceof Error ? err.message : String(err)}`);
+  else log(`failed to start: ${errorText(err)}`);
   process.exit(1);
 });

@@ -24,6 +24,7 @@ import { JourneyRuntime } from "./journeys/runtime/index.ts";
 import { SecretBox } from "./messaging/secrets.ts";
 import { Retention } from "./retention/index.ts";
 import { RenderPool } from "./templates/render-pool.ts";
+import { errorText } from "./lib/errors.ts";
 
 export interface Tidings {
   app: FastifyInstance;
@@ -97,7 +98,7 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
       void journeys?.wake(workspaceId).catch((err) => log("error", `journeys: could not enqueue an advance: ${(err as Error).message}`));
     },
     ...(options.segmentsHeavyIngestion ? { heavyIngestion: options.segmentsHeavyIngestion } : {}),
-    log: (msg, err) => log("error", `${msg}: ${err instanceof Error ? err.message : String(err)}`),
+    log: (msg, err) => log("error", `${msg}: ${errorText(err)}`),
   });
   segments.register();
   const guard = new OutboundGuard(config.outboundAllowedHosts);
@@ -118,7 +119,14 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     metrics,
     log,
   });
-  const sends = new SendJobs({ pool: db.pool, connectionString: databaseUrl, jobs, deliverer, leaseSeconds: config.deliveryLeaseSeconds, log });
+  const sends = new SendJobs({
+    pool: db.pool,
+    connectionString: databaseUrl,
+    jobs,
+    deliverer,
+    leaseSeconds: config.deliveryLeaseSeconds,
+    log,
+  });
   sends.register();
   sends.addSource(journeyDeliverySource(db.pool));
   new BroadcastRunner({ pool: db.pool, prisma: db.prisma, jobs, segments, sends }).register();

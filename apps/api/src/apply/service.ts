@@ -4,7 +4,7 @@ import pMap from "p-map";
 import type { ApplyKind, ApplyRequestBody, ApplyRequestItem, ApplyResponse, ApplyResponseItem } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Tx } from "../db/upsert.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 import type { OutboundGuard } from "../messaging/channels/outbound-guard.ts";
 import { upsertJourney } from "../journeys/service.ts";
 import { upsertSegment } from "../segments/service.ts";

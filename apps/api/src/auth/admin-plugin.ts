@@ -4,7 +4,7 @@
 // body or the query naming another one is a 403. Handlers receive it as `workspaceId`.
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from "fastify";
 import type { AppContext } from "../http/context.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 import { adminGuard, rootGuard } from "./guards.ts";
 
 declare module "fastify" {

@@ -9,6 +9,7 @@ import path from "node:path";
 import { type Config, ConfigError, type ResolvedConfig } from "../config.ts";
 import type { Db } from "../db/client.ts";
 import { createWorkspace } from "./service.ts";
+import { errorText } from "../lib/errors.ts";
 
 export interface Credentials {
   rootKey?: string;
@@ -28,7 +29,7 @@ export async function readCredentials(config: Config): Promise<Credentials> {
     return JSON.parse(await readFile(file, "utf8")) as Credentials;
   } catch (err) {
     throw new ConfigError(
-      `${file} is not readable JSON (${err instanceof Error ? err.message : String(err)}). It holds the keys of the ` +
+      `${file} is not readable JSON (${errorText(err)}). It holds the keys of the ` +
         "embedded database in this TIDINGS_DATA_DIR: repair it from a backup rather than deleting it.",
     );
   }

@@ -1,7 +1,7 @@
 // Request guards: the write key of ingestion, the admin and root keys of the admin API (applied
 // per route by admin-plugin.ts, which also resolves the workspace).
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 import { type KeyPrincipal, type KeyStore, looksLikeKey, secretsEqual } from "./keys.ts";
 
 declare module "fastify" {

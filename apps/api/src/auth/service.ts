@@ -9,7 +9,7 @@ import type {
   WorkspaceResource,
 } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import { ApiError, notFound } from "../http/errors.ts";
+import { ApiError, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import { newKeyRow, toApiKeyResource } from "./keys.ts";
 import { isUniqueViolation } from "../db/errors.ts";

@@ -14,7 +14,7 @@ import { isUniqueViolation } from "../db/errors.ts";
 import { lockTargets, setHolds, type Target } from "../db/references.ts";
 import { sameJson } from "../db/upsert.ts";
 import type { Broadcast } from "../generated/prisma/client.ts";
-import { ApiError, badRequest, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { addJobQuery } from "../jobs/index.ts";
 

@@ -74,6 +74,3 @@ export function definitionFailure(row: {
     },
   };
 }
-
-/** The message of an error, for a reason. */
-export const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));

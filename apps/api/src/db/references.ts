@@ -11,7 +11,7 @@
 // after a start finds the hold (409). The foreign keys (ON DELETE RESTRICT) back this up: no
 // path can delete a held target.
 import { Prisma, type ReferrerKind } from "../generated/prisma/client.ts";
-import { ApiError, notFound } from "../http/errors.ts";
+import { ApiError, notFound } from "../lib/errors.ts";
 import type { PrismaClient } from "./client.ts";
 import type { Tx } from "./upsert.ts";
 

@@ -1,9 +1,9 @@
-// Statements built from fragments: `sql` templates nest, every interpolated value becomes a
-// parameter, and parameters are numbered only when the whole statement is rendered, so no two
-// places share a `$N`. A `param` is one named input: used any number of times, in any fragment,
-// it is one parameter (sent once, one type). `Prisma.sql` numbers every occurrence apart, so a
-// workspace id or a scope of thousands of ids used ten times in a statement would be sent ten
-// times, each occurrence needing its own cast.
+// The one statement type of the server: every raw SQL statement is built from fragments. `sql`
+// templates nest, every interpolated value becomes a parameter, and parameters are numbered only
+// when the whole statement is rendered, so no two places share a `$N`. A `param` is one named
+// input: used any number of times, in any fragment, it is one parameter (sent once, one type).
+// A statement runs on a pg client or pool as it is (`db.query(statement)`: it has the `text` and
+// `values` of a query), and on Prisma through `prismaRows` / `prismaExecute`.
 
 /** One input of a statement: every place it is interpolated refers to the same parameter. */
 export class Param {
@@ -69,3 +69,24 @@ export const empty = raw("");
 /** The fragments one after another, `separator` (SQL text) between them. */
 export const join = (fragments: readonly Sql[], separator: string) =>
   new Sql(fragments.flatMap((f, i) => (i === 0 ? [f] : [separator, f])));
+
+/** A table or column name written by the program, checked to be a plain lower-case identifier, quoted. */
+export function ident(name: string): Sql {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain identifier: ${JSON.stringify(name)}`);
+  return raw(`"${name}"`);
+}
+
+/** `LIMIT n`, the number a parameter. */
+export const limit = (n: number) => sql`LIMIT ${n}::int`;
+
+/** What Prisma's client and its transactions offer to run raw statements. */
+interface PrismaRaw {
+  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
+  $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
+}
+
+/** The rows of a statement run through Prisma (a client or a transaction). */
+export const prismaRows = <T>(db: PrismaRaw, statement: Sql): Promise<T[]> => db.$queryRawUnsafe<T[]>(statement.text, ...statement.values);
+
+/** Runs a statement through Prisma: how many rows it changed. */
+export const prismaExecute = (db: PrismaRaw, statement: Sql): Promise<number> => db.$executeRawUnsafe(statement.text, ...statement.values);

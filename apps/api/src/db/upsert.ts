@@ -12,7 +12,7 @@
 //   is taken) is a 409.
 import { isDeepStrictEqual } from "node:util";
 import { Prisma } from "../generated/prisma/client.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 import type { PrismaClient } from "./client.ts";
 import { isUniqueViolation } from "./errors.ts";
 

@@ -1,59 +1,11 @@
 // One error model: ApiError carries a code of the closed list; the Fastify error handler maps
 // every error (ours, zod's, Fastify's own) to the envelope and never leaks internals on 5xx.
-import { didYouMean, type ErrorCode, type ErrorIssue, type ErrorResponse, errorStatus, schemaKeys } from "@tidings/schema";
+import { type ErrorCode, type ErrorResponse, schemaKeys } from "@tidings/schema";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
 import { ZodError } from "zod";
 import { isDatabaseRefusing, isDatabaseUnavailable } from "../db/errors.ts";
-
-export class ApiError extends Error {
-  override name = "ApiError";
-  constructor(
-    readonly code: ErrorCode,
-    message: string,
-    readonly issues?: ErrorIssue[],
-    /** Extra response headers, e.g. Retry-After. */
-    readonly headers?: Record<string, string>,
-  ) {
-    super(message);
-  }
-  get status(): number {
-    return errorStatus[this.code];
-  }
-}
-
-export const badRequest = (message: string, issues?: ErrorIssue[]) => new ApiError("VALIDATION_FAILED", message, issues);
-export const notFound = (what: string) => new ApiError("NOT_FOUND", `${what} not found`);
-/** PostgreSQL cannot be reached (stopped, restarting, cut off): the request may be sent again. */
-export const databaseUnavailable = () =>
-  new ApiError("UNAVAILABLE", "The database is unreachable; retry later", undefined, { "retry-after": "2" });
-/** PostgreSQL is up but refuses the work for now (read-only, out of disk or memory): the request may be sent again. */
-export const databaseRefusing = () =>
-  new ApiError("UNAVAILABLE", "The database cannot take this request right now; retry later", undefined, { "retry-after": "5" });
-
-const joinPath = (path: readonly PropertyKey[]) => path.map(String).join(".") || "(body)";
-
-/**
- * One issue per offending field. zod reports all unknown keys of an object in one
- * `unrecognized_keys` issue at the object's path; each key gets its own issue, the key appended
- * to the path, so the client sees which field to fix — and the closest field the schema knows
- * (`within_seconds` → did you mean "withinSeconds"?).
- */
-function fieldIssues(path: readonly PropertyKey[], code: string, message: string, keys: unknown, known?: Set<string>): ErrorIssue[] {
-  if (code === "unrecognized_keys" && Array.isArray(keys) && keys.length > 0) {
-    return keys.map((key) => ({
-      path: joinPath([...path, String(key)]),
-      message: `unknown field ${JSON.stringify(String(key))}${known ? didYouMean(String(key), known) : ""}`,
-    }));
-  }
-  return [{ path: joinPath(path), message }];
-}
-
-/** Turns zod issues into our issue list, prefixing paths (e.g. with `batch`). */
-export function zodIssues(err: ZodError, prefix: (string | number)[] = [], schema?: unknown): ErrorIssue[] {
-  const known = schema === undefined ? undefined : schemaKeys(schema);
-  return err.issues.flatMap((i) => fieldIssues([...prefix, ...i.path], i.code, i.message, "keys" in i ? i.keys : undefined, known));
-}
+import { ApiError, databaseRefusing, databaseUnavailable, fieldIssues, zodIssues } from "../lib/errors.ts";
 
 /** Fastify's own error codes that are the client's fault. */
 const fastifyCodes: Record<string, ErrorCode> = {

@@ -2,7 +2,7 @@
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { AppContext } from "./context.ts";
-import { databaseUnavailable } from "./errors.ts";
+import { databaseUnavailable } from "../lib/errors.ts";
 import { route } from "./route.ts";
 
 export const healthRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {

@@ -1,5 +1,5 @@
 // Keyset pagination shared by every list route: opaque cursors over the sort key of the last row.
-import { badRequest } from "./errors.ts";
+import { badRequest } from "../lib/errors.ts";
 
 export function encodeCursor(key: (string | number)[]): string {
   return Buffer.from(JSON.stringify(key)).toString("base64url");

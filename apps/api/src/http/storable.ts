@@ -1,7 +1,7 @@
 // What PostgreSQL cannot store, refused at the door for every JSON body (ingestion and the admin
 // API alike): NUL characters (text and jsonb cannot hold them), unpaired surrogates (not Unicode:
 // text would store them altered, jsonb refuses them) and nesting deeper than jsonb should carry.
-import { badRequest } from "./errors.ts";
+import { badRequest } from "../lib/errors.ts";
 
 /** Deeper than this is refused: no real body needs it and jsonb has a recursion limit. */
 export const MAX_DEPTH = 64;

@@ -5,7 +5,7 @@ import { isUtf8 } from "node:buffer";
 import { promisify } from "node:util";
 import zlib from "node:zlib";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ApiError, badRequest } from "../http/errors.ts";
+import { ApiError, badRequest } from "../lib/errors.ts";
 import { checkStorable } from "../http/storable.ts";
 
 const gunzip = promisify(zlib.gunzip);

@@ -7,7 +7,7 @@
 // transactional-path.ts (identity links, groups, replays), which send the rows of rows.ts to
 // the statements of sql.ts.
 import type pg from "pg";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 import type { NormalizedEvent } from "./normalize.ts";
 import { fitsOneStatement, storeInOneStatement } from "./fast-path.ts";
 import type { WorkspaceEvent } from "./rows.ts";

@@ -2,7 +2,7 @@
 // and the identity fields the store needs.
 import { randomUUID } from "node:crypto";
 import type { BatchEvent, EventType } from "@tidings/schema";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 
 export interface NormalizedEvent {
   messageId: string;

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { writeKeyGuard } from "../auth/guards.ts";
 import type { AppContext } from "../http/context.ts";
 import { registerIngestCors } from "../http/cors.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 import { route } from "../http/route.ts";
 import { registerIngestBodyParser } from "./body.ts";
 import type { NormalizedEvent } from "./normalize.ts";

@@ -1,7 +1,7 @@
 // Validates an ingestion request body and hands its events to the group committer.
 import { type BatchEvent, BatchRequestBody, type EventType, singleEventBodies } from "@tidings/schema";
 import type { Config } from "../config.ts";
-import { ApiError, badRequest, zodIssues } from "../http/errors.ts";
+import { ApiError, badRequest, zodIssues } from "../lib/errors.ts";
 import { type BatchLevel, type NormalizedEvent, normalizeEvent } from "./normalize.ts";
 
 type Limits = Config["limits"];

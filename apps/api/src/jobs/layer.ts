@@ -15,6 +15,8 @@ import {
   SCHEDULE_NEXT_RUN,
   SCHEDULE_RETRY,
 } from "./sql.ts";
+import { errorText } from "../lib/errors.ts";
+import { backoffMs, sleep } from "../lib/time.ts";
 
 export interface JobInfo {
   id: string;
@@ -182,7 +184,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
       try {
         await plainTask(handler)(payload, helpers);
       } catch (err) {
-        log("error", `recurring task ${task} failed: ${err instanceof Error ? err.message : String(err)}`);
+        log("error", `recurring task ${task} failed: ${errorText(err)}`);
       } finally {
         // Dropping the connection (release(true)) would free the lock too, should unlocking fail.
         const unlocked = await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [RECURRING_LOCK_SPACE, task]).then(
@@ -252,7 +254,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
     };
     runner.promise.then(
       () => ended("its worker pool shut down"),
-      (err) => ended(err instanceof Error ? err.message : String(err)),
+      (err) => ended(errorText(err)),
     );
     if (phase === "stopped") await stopRunner(runner);
   }
@@ -274,7 +276,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
   ) {
     const stopped = () => phase === "stopped";
     for (let attempt = 0; !stopped(); attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt)));
+      await sleep(backoffMs(attempt));
       if (stopped()) return;
       try {
         if (deadPools.length > 0) await pool.query(`SELECT ${JOBS_SCHEMA}.force_unlock_workers($1::text[])`, [deadPools]);
@@ -284,7 +286,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
         await startRunner(lane, taskList, laneCount, logger);
         return;
       } catch (err) {
-        if (attempt % 10 === 0) log("warn", `job runner (${lane}) not started yet: ${err instanceof Error ? err.message : String(err)}`);
+        if (attempt % 10 === 0) log("warn", `job runner (${lane}) not started yet: ${errorText(err)}`);
       }
     }
   }
@@ -307,7 +309,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
     const stopped = r.stop().then(
       () => false,
       (err) => {
-        log("warn", `job runner did not stop cleanly: ${err instanceof Error ? err.message : String(err)}`);
+        log("warn", `job runner did not stop cleanly: ${errorText(err)}`);
         return false;
       },
     );

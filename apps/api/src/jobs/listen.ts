@@ -4,6 +4,8 @@
 // each channel's `resumed` callbacks run once the connection is back, to look for what was missed.
 import pg from "pg";
 import type { JobLog } from "./log.ts";
+import { errorText } from "../lib/errors.ts";
+import { backoffMs } from "../lib/time.ts";
 
 export type NotificationHandler = (payload: string) => void | Promise<void>;
 
@@ -74,7 +76,7 @@ export class Listener {
   private run(channel: string, fn: () => void | Promise<void>) {
     Promise.resolve()
       .then(fn)
-      .catch((err) => this.log("error", `handler of channel ${channel} failed: ${message(err)}`));
+      .catch((err) => this.log("error", `handler of channel ${channel} failed: ${errorText(err)}`));
   }
 
   private lost(client: pg.Client, err: Error) {
@@ -89,19 +91,15 @@ export class Listener {
     // One reconnection at a time: a connection lost during connect() reports it twice (its
     // 'error' event and connect()'s rejection), which would start a second, orphaned client.
     if (this.retry || this.closed) return;
-    const delay = Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures++);
+    const delay = backoffMs(this.failures++, 100, MAX_BACKOFF_MS);
     this.retry = setTimeout(() => {
       this.retry = null;
       if (this.closed) return;
       this.connect().catch((err) => {
-        this.log("warn", `LISTEN reconnection failed (${message(err)}); retrying in a moment`);
+        this.log("warn", `LISTEN reconnection failed (${errorText(err)}); retrying in a moment`);
         this.reconnectLater();
       });
     }, delay);
     this.retry.unref();
   }
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

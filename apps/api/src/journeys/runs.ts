@@ -2,7 +2,7 @@
 import { EXIT_NODE_ID, type JourneyDefinition, type JourneyRun, type JourneyRunListQuery, type JourneyStats } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import { type JourneyRun as RunRow, Prisma } from "../generated/prisma/client.ts";
-import { notFound } from "../http/errors.ts";
+import { notFound } from "../lib/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../http/pagination.ts";
 import { findJourney } from "./service.ts";
 

@@ -16,7 +16,7 @@ import type { PrismaClient } from "../db/client.ts";
 import { lockTargets, setHolds, type Target } from "../db/references.ts";
 import { jsonColumn, sameJson, type Tx, upsert } from "../db/upsert.ts";
 import { type Journey, Prisma } from "../generated/prisma/client.ts";
-import { ApiError, badRequest, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import { lockDependents } from "../outbox/index.ts";
 import { compileDraft } from "./compile.ts";

@@ -2,7 +2,7 @@
 // and its status changes.
 import type { JourneyDefinition, JourneyStatus } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import { badRequest } from "../http/errors.ts";
+import { badRequest } from "../lib/errors.ts";
 import { type JourneyUse, journeyUses, type Path } from "./usage.ts";
 
 export interface DefinitionIssue {

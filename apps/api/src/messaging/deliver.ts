@@ -22,6 +22,8 @@ import { type ProviderForSending, ProviderUnusableError, providerForSending } fr
 import { ReadCache } from "./read-cache.ts";
 import type { SecretBox } from "./secrets.ts";
 import type { StreamRef, StreamSettings } from "./sources.ts";
+import { errorText } from "../lib/errors.ts";
+import { backoffMs, sleep } from "../lib/time.ts";
 
 /** Providers' own documented limits, enforced across workers (messages per second). */
 const PROVIDER_RATE: Partial<Record<string, number>> = { Expo: 600 };
@@ -55,9 +57,6 @@ interface ChannelContext {
   provider: ProviderForSending | null;
   providerError: string | null;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class Deliverer {
   /** What is read once per few seconds rather than per chunk. */
@@ -154,7 +153,7 @@ export class Deliverer {
     const ids = toSend.map((c) => c.id);
     const renewal = setInterval(
       () =>
-        renewLeases(this.o.pool, workspaceId, ids).catch((err) => this.o.log("warn", `renewing delivery leases failed: ${message(err)}`)),
+        renewLeases(this.o.pool, workspaceId, ids).catch((err) => this.o.log("warn", `renewing delivery leases failed: ${errorText(err)}`)),
       (this.o.leaseSeconds * 1000) / 3,
     );
     try {
@@ -246,7 +245,7 @@ export class Deliverer {
         provider?.config ?? {},
       );
     } catch (err) {
-      outcomes = outgoing.map(() => ({ status: "retry", reason: `sender error: ${message(err)}` }));
+      outcomes = outgoing.map(() => ({ status: "retry", reason: `sender error: ${errorText(err)}` }));
     }
     this.o.metrics.providerSeconds.observe({ provider: type }, (performance.now() - started) / 1000);
     outgoing.forEach((o, i) => {
@@ -266,8 +265,8 @@ export class Deliverer {
         return;
       } catch (err) {
         if (Date.now() > deadline) throw err;
-        this.o.log("warn", `recording ${marks.length} delivery outcomes failed (${message(err)}); trying again`);
-        await sleep(Math.min(2000, 100 * 2 ** attempt));
+        this.o.log("warn", `recording ${marks.length} delivery outcomes failed (${errorText(err)}); trying again`);
+        await sleep(backoffMs(attempt));
       }
     }
   }

@@ -2,7 +2,7 @@
 import type { DeliveryListQuery, DeliveryRecord } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Delivery, Prisma } from "../generated/prisma/client.ts";
-import { notFound } from "../http/errors.ts";
+import { notFound } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { canonicalIds } from "../users/identities.ts";
 

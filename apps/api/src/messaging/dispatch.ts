@@ -13,10 +13,12 @@ import type pg from "pg";
 import type { MessageInput } from "../templates/render-pool.ts";
 import type { OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import type { StreamRef } from "./sources.ts";
+import { backoffMs } from "../lib/time.ts";
 
 /** A transient failure is retried this many times in all before it is recorded as Failed. */
 export const MAX_ATTEMPTS = 5;
-const backoffMs = (attempt: number) => Math.min(60_000, 1000 * 2 ** (attempt - 1));
+/** Before a transient failure's next attempt: 1 s doubling to a minute. */
+const retryDelayMs = (attempt: number) => backoffMs(attempt - 1, 1000, 60_000);
 
 /** The trait holding each channel's contact point (by provider type for push). */
 export function contactTrait(channel: string, providerType: string | null): string | null {
@@ -172,7 +174,7 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
       const reason = o.status === "retry" ? `gave up after ${m.attempts} attempts: ${o.reason}` : o.reason;
       return { ...row, status: "Failed", reason, provider_id: null, due: null };
     }
-    const due = new Date(now + Math.max(o.retryAfterMs ?? 0, backoffMs(m.attempts))).toISOString();
+    const due = new Date(now + Math.max(o.retryAfterMs ?? 0, retryDelayMs(m.attempts))).toISOString();
     return { ...row, status: "Queued", reason: o.reason, provider_id: null, due };
   });
   // One JSON document (serialized natively, parsed by PostgreSQL) rather than per-column arrays.

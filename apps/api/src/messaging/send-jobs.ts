@@ -10,6 +10,7 @@ import { addJobQuery } from "../jobs/index.ts";
 import type { Deliverer } from "./deliver.ts";
 import { nextDue } from "./dispatch.ts";
 import type { DeliverySource, StreamRef } from "./sources.ts";
+import { errorText } from "../lib/errors.ts";
 
 const SEND_TASK = "deliveries.send";
 const TICK_TASK = "deliveries.tick";
@@ -49,7 +50,6 @@ export interface SendJobsOptions {
 // Ids are chosen by clients, so two workspaces may use the same one: every key names the workspace.
 const slotKey = (p: SendPayload) => `${p.kind}:${p.workspaceId}:${p.id}:${p.slot}`;
 const jobKey = (p: SendPayload) => `send:${slotKey(p)}`;
-const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** How long a sender over its workspace's share waits in the queue before it looks again. */
 const SHARE_WAIT_MS = 1000;
@@ -164,7 +164,7 @@ export class SendJobs {
     if (next === "more")
       await this.o.jobs
         .add(SEND_TASK, p, { key: jobKey(p) })
-        .catch((err) => this.o.log("warn", `re-queueing a sender failed: ${message(err)}`));
+        .catch((err) => this.o.log("warn", `re-queueing a sender failed: ${errorText(err)}`));
     else if (next === "idle") await this.idle(source, p.workspaceId, stream, p);
   }
 
@@ -212,7 +212,7 @@ export class SendJobs {
             if (settings) await this.wake(source.kind, r.workspace_id, r.id, settings.rateLimitPerSecond !== null);
           }
         } catch (err) {
-          this.o.log("error", `tick of ${source.kind} ${r.id} failed: ${message(err)}`);
+          this.o.log("error", `tick of ${source.kind} ${r.id} failed: ${errorText(err)}`);
         }
       }
     }

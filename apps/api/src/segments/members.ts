@@ -3,7 +3,7 @@
 import { hasManualNode, type SegmentMembersRequestBody, type SegmentMembersResponse, type SegmentUsersQuery } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { resolveDisjoint } from "../users/identities.ts";
 import { outboxKey, recordChange } from "../outbox/index.ts";

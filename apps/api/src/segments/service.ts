@@ -11,7 +11,7 @@ import type { PrismaClient } from "../db/client.ts";
 import { deleteUnlessHeld, lockTargets, setHolds, type Target } from "../db/references.ts";
 import { sameJson, type Tx, upsert } from "../db/upsert.ts";
 import { Prisma, type Segment } from "../generated/prisma/client.ts";
-import { ApiError, badRequest, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import { lockDependents } from "../outbox/index.ts";
 import { definitionFailure, FAILURE_CLEARED } from "../db/failing.ts";

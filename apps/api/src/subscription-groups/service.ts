@@ -4,7 +4,7 @@ import type { PrismaClient } from "../db/client.ts";
 import { assertNotHeld, deleteUnlessHeld } from "../db/references.ts";
 import { upsert } from "../db/upsert.ts";
 import { Prisma, type SubscriptionGroup } from "../generated/prisma/client.ts";
-import { ApiError, notFound } from "../http/errors.ts";
+import { ApiError, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 
 export function toSubscriptionGroupResource(row: SubscriptionGroup): SubscriptionGroupResource {

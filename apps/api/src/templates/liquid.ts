@@ -6,6 +6,7 @@
 // (render-pool.ts), never on the server's event loop.
 import type { ErrorIssue, MessageTemplateDefinition, RenderedFields } from "@tidings/schema";
 import { Context, filters, Liquid, type LiquidOptions } from "liquidjs";
+import { errorText } from "../lib/errors.ts";
 
 /** Cap on the rendered size of a whole message, on top of the memory budget. */
 export const MAX_RENDERED_CHARS = 1_000_000;
@@ -69,8 +70,6 @@ function* liquidFields(definition: MessageTemplateDefinition): Generator<[string
   }
 }
 
-const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
 /** One issue per field whose Liquid does not parse, paths prefixed (e.g. `definition.subject`). */
 export function liquidSyntaxIssues(prefix: string, definition: MessageTemplateDefinition): ErrorIssue[] {
   const issues: ErrorIssue[] = [];
@@ -78,7 +77,7 @@ export function liquidSyntaxIssues(prefix: string, definition: MessageTemplateDe
     try {
       liquid.parse(text);
     } catch (err) {
-      issues.push({ path: [prefix, ...path].join("."), message: `Liquid syntax error: ${errorMessage(err)}` });
+      issues.push({ path: [prefix, ...path].join("."), message: `Liquid syntax error: ${errorText(err)}` });
     }
   }
   return issues;
@@ -211,8 +210,8 @@ export function renderFields(
         out = String(engine.renderSync(parseCached(engine, text), ctx));
       } else out = text;
     } catch (err) {
-      issues.push({ path: [prefix, ...path].join("."), message: `Liquid error: ${errorMessage(err)}` });
-      if (/limit of the message exceeded/.test(errorMessage(err))) break;
+      issues.push({ path: [prefix, ...path].join("."), message: `Liquid error: ${errorText(err)}` });
+      if (/limit of the message exceeded/.test(errorText(err))) break;
       continue;
     }
     total += out.length;

@@ -7,8 +7,9 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { ErrorIssue, MessageTemplateDefinition, RenderedFields } from "@tidings/schema";
 import { Piscina } from "piscina";
-import { ApiError, badRequest } from "../http/errors.ts";
+import { ApiError, badRequest } from "../lib/errors.ts";
 import type { RenderBudget, UnresolvedVariable } from "./liquid.ts";
+import { errorText } from "../lib/errors.ts";
 
 /** One message's inputs: what the Liquid scope holds (render-worker.ts builds it). */
 export interface MessageInput {
@@ -181,5 +182,3 @@ export class RenderPool {
     await this.pool.destroy();
   }
 }
-
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));

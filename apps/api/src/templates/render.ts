@@ -2,7 +2,7 @@
 // same scope sends use (user, event, workspace, unsubscribe_url).
 import type { MessageTemplateDefinition, RenderTemplateRequestBody, RenderTemplateResponse } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import { badRequest, notFound } from "../http/errors.ts";
+import { badRequest, notFound } from "../lib/errors.ts";
 import { resolveIdentity } from "../users/service.ts";
 import { findTemplate } from "./service.ts";
 import type { RenderScope } from "./liquid.ts";

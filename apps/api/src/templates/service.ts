@@ -11,7 +11,7 @@ import type { PrismaClient } from "../db/client.ts";
 import { assertNotHeld, deleteUnlessHeld } from "../db/references.ts";
 import { jsonColumn, sameJson, upsert } from "../db/upsert.ts";
 import { Prisma, type MessageTemplate } from "../generated/prisma/client.ts";
-import { ApiError, badRequest, notFound } from "../http/errors.ts";
+import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import type { RenderPool } from "./render-pool.ts";
 

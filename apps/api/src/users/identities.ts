@@ -2,7 +2,7 @@
 // was linked to.
 import type { ErrorIssue } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import { badRequest } from "../http/errors.ts";
+import { badRequest } from "../lib/errors.ts";
 
 /** The canonical profile id of each id, in input order (one query for the whole list). */
 export async function canonicalIds(prisma: PrismaClient, workspaceId: string, ids: string[]): Promise<string[]> {

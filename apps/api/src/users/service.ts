@@ -3,7 +3,7 @@ import { userRuns } from "../journeys/runs.ts";
 import type { EventListQuery, EventRecord, EventType, UserListQuery, UserResource } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
-import { badRequest, notFound } from "../http/errors.ts";
+import { badRequest, notFound } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { canonicalIds } from "./identities.ts";
 import { MAX_TIME, MIN_TIME } from "../ingest/normalize.ts";

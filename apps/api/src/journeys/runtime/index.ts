@@ -10,12 +10,14 @@
 // runs with SKIP LOCKED and signals by deleting them.
 import { JourneyDefinition } from "@tidings/schema";
 import type pg from "pg";
-import { CLEAR_FAILURE, DefinitionError, errorText, isDefinitionFault, markFailing } from "../../db/failing.ts";
+import { CLEAR_FAILURE, DefinitionError, isDefinitionFault, markFailing } from "../../db/failing.ts";
 import { addJobQuery, type JobLayer, type SqlQuery } from "../../jobs/index.ts";
 import type { SendJobs } from "../../messaging/send-jobs.ts";
 import type { SegmentEngine } from "../../segments/engine/index.ts";
 import { type AdvanceDeps, advanceBatch, type LiveJourney } from "./advance.ts";
 import { enterMembers, recordEventEntries, takeSignals } from "./entries.ts";
+import { errorText } from "../../lib/errors.ts";
+import { sleep } from "../../lib/time.ts";
 
 const ADVANCE = "journeys.advance";
 const ENTER = "journeys.enter";
@@ -240,14 +242,4 @@ export class JourneyRuntime {
   private now() {
     return new Date(this.o.clock());
   }
-}
-
-function sleep(ms: number, stopping?: AbortSignal) {
-  return new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    stopping?.addEventListener("abort", () => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
 }

@@ -15,7 +15,7 @@ import { z } from "zod";
 import type { PrismaClient } from "../../db/client.ts";
 import { sameJson, upsert } from "../../db/upsert.ts";
 import { type ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
-import { ApiError, badRequest, notFound, zodIssues } from "../../http/errors.ts";
+import { ApiError, badRequest, notFound, zodIssues } from "../../lib/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../../http/pagination.ts";
 import { type SecretBox, SecretDecryptionError } from "../secrets.ts";
 import type { OutboundGuard } from "../channels/outbound-guard.ts";

@@ -3,7 +3,6 @@
 // keys meet for the users they touched (scope.ts), over a copy of their events where several
 // segments read the same ones (scope-events.ts), and deleting the rows once both tiers applied
 // them, having handed them to the outbox's other consumers.
-import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import { type OutboxHandOff, outboxKey } from "../../outbox/index.ts";
 import { sql } from "../../db/sql.ts";
@@ -15,6 +14,7 @@ import type { SegmentEngineOptions } from "./index.ts";
 import { batchScopes, narrowScope } from "./scope.ts";
 import { type EventsRead, evaluationUnits, eventsRead, withScopeCopy } from "./scope-events.ts";
 import type { StoredSegment, StoredSegments } from "./stored.ts";
+import { sleep } from "../../lib/time.ts";
 
 /** Outbox rows drained per pass, and per pass under heavy ingestion (bounded: a backlog after a
  * worker outage is drained in passes, never read into one result). */

@@ -4,10 +4,11 @@
 // and the segment's member count follows — all in the statement, so it is all or nothing.
 import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
-import { CLEAR_FAILURE, DefinitionError, errorText } from "../../db/failing.ts";
+import { CLEAR_FAILURE, DefinitionError } from "../../db/failing.ts";
 import { type Param, raw, type Sql, sql } from "../../db/sql.ts";
 import { compileSegment, type SubscriptionGroupTypes, segmentInputs, storedSegmentDefinition } from "./compile.ts";
 import type { ScopeCopy } from "./compile-nodes.ts";
+import { errorText } from "../../lib/errors.ts";
 
 export interface SegmentToEvaluate {
   workspaceId: string;

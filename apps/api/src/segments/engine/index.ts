@@ -9,7 +9,6 @@
 // on the outbox's NOTIFY, and every workspace with work when their LISTEN connection comes back;
 // a job every second wakes it for timers, recomputes and anything a missed notification left behind.
 import type { SegmentDefinition } from "@tidings/schema";
-import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import { OUTBOX_CHANNEL, type OutboxHandOff } from "../../outbox/index.ts";
 import { inTransaction } from "../../db/transaction.ts";
@@ -19,6 +18,7 @@ import { OutboxDrain } from "./drain.ts";
 import type { DrainTier } from "./drain-progress.ts";
 import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
 import { StoredSegments } from "./stored.ts";
+import { sleep } from "../../lib/time.ts";
 
 export type { DrainTier };
 

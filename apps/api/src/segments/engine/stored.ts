@@ -4,9 +4,10 @@
 // has passed (or at once when its definition is saved again), so it harms no other segment.
 import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
-import { errorText, isDefinitionFault, markFailing } from "../../db/failing.ts";
+import { isDefinitionFault, markFailing } from "../../db/failing.ts";
 import { raw, type Sql, sql } from "../../db/sql.ts";
 import { storedSegmentDefinition } from "./compile.ts";
+import { errorText } from "../../lib/errors.ts";
 
 /** A segments row as the engine reads it. */
 interface StoredRow {

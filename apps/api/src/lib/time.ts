@@ -1,0 +1,14 @@
+// Waiting: one sleep (optionally cut short by a stop signal) and one back-off for every retry loop.
+import { setTimeout as wait } from "node:timers/promises";
+
+/** Resolves after `ms`, or at once when `stopping` aborts (never rejects). */
+export function sleep(ms: number, stopping?: AbortSignal): Promise<void> {
+  if (stopping?.aborted) return Promise.resolve();
+  return wait(ms, undefined, stopping ? { signal: stopping } : undefined).then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
+/** The delay before retry number `attempt` (0 first): `firstMs` doubling per attempt, at most `maxMs`. */
+export const backoffMs = (attempt: number, firstMs = 100, maxMs = 2000) => Math.min(maxMs, firstMs * 2 ** Math.min(attempt, 30));
