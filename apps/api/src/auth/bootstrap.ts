@@ -8,6 +8,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { type Config, ConfigError, type ResolvedConfig } from "../config.ts";
 import type { Db } from "../db/client.ts";
+import { sql } from "../db/sql.ts";
 import { createWorkspace } from "./service.ts";
 import { errorText } from "../lib/errors.ts";
 
@@ -71,7 +72,7 @@ const BOOTSTRAP_LOCK = 7_461_736;
 export async function ensureDefaultWorkspace(config: Config, db: Db): Promise<Credentials | null> {
   const client = await db.pool.connect();
   try {
-    await client.query("SELECT pg_advisory_lock($1)", [BOOTSTRAP_LOCK]);
+    await client.query(sql`SELECT pg_advisory_lock(${BOOTSTRAP_LOCK})`);
     if ((await db.prisma.workspace.count()) > 0) return null;
     const created = await createWorkspace(db.prisma, "default");
     const keys: Credentials = {
@@ -83,7 +84,7 @@ export async function ensureDefaultWorkspace(config: Config, db: Db): Promise<Cr
     if (!config.databaseUrl) await writeCredentials(config, { ...(await readCredentials(config)), ...keys });
     return keys;
   } finally {
-    await client.query("SELECT pg_advisory_unlock($1)", [BOOTSTRAP_LOCK]).catch(() => {});
+    await client.query(sql`SELECT pg_advisory_unlock(${BOOTSTRAP_LOCK})`).catch(() => {});
     client.release();
   }
 }

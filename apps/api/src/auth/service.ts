@@ -9,6 +9,7 @@ import type {
   WorkspaceResource,
 } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
+import { prismaExecute, sql } from "../db/sql.ts";
 import { ApiError, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import { newKeyRow, toApiKeyResource } from "./keys.ts";
@@ -83,7 +84,7 @@ export async function listKeys(prisma: PrismaClient, workspaceId: string, kind: 
 export async function revokeKey(prisma: PrismaClient, workspaceId: string, kind: ApiKeyKind, id: string): Promise<void> {
   await prisma.$transaction(async (tx) => {
     // NO KEY UPDATE: conflicts with itself, not with the key-share locks of inserts referencing the workspace.
-    if (kind === "Admin") await tx.$executeRaw`SELECT 1 FROM workspaces WHERE id = ${workspaceId}::uuid FOR NO KEY UPDATE`;
+    if (kind === "Admin") await prismaExecute(tx, sql`SELECT 1 FROM workspaces WHERE id = ${workspaceId}::uuid FOR NO KEY UPDATE`);
     const key = await tx.apiKey.findUnique({
       where: { workspaceId_id: { workspaceId, id } },
       select: { kind: true, revokedAt: true },

@@ -4,7 +4,7 @@
 // A job every second starts broadcasts whose start job was lost.
 import type { MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";
-import { empty, type Sql, sql } from "../db/sql.ts";
+import { empty, limit, param, raw, type Sql, sql } from "../db/sql.ts";
 import { inTransaction } from "../db/transaction.ts";
 import type { JobLayer } from "../jobs/index.ts";
 import type { SendJobs } from "../messaging/send-jobs.ts";
@@ -39,16 +39,18 @@ interface BroadcastRow {
   rate_limit_per_second: number | null;
 }
 /** Exactly the row's keys (a column missing or extra does not compile). */
-const COLUMNS = Object.keys({
-  status: true,
-  request: true,
-  template: true,
-  channel: true,
-  segment_id: true,
-  template_id: true,
-  subscription_group_id: true,
-  rate_limit_per_second: true,
-} satisfies Record<keyof BroadcastRow, true>).join(", ");
+const COLUMNS = raw(
+  Object.keys({
+    status: true,
+    request: true,
+    template: true,
+    channel: true,
+    segment_id: true,
+    template_id: true,
+    subscription_group_id: true,
+    rate_limit_per_second: true,
+  } satisfies Record<keyof BroadcastRow, true>).join(", "),
+);
 
 export class BroadcastRunner {
   constructor(private o: BroadcastRunnerOptions) {}
@@ -62,10 +64,9 @@ export class BroadcastRunner {
   }
 
   private async load(workspaceId: string, id: string): Promise<BroadcastRow | null> {
-    const { rows } = await this.o.pool.query<BroadcastRow>(`SELECT ${COLUMNS} FROM broadcasts WHERE workspace_id = $1 AND id = $2`, [
-      workspaceId,
-      id,
-    ]);
+    const { rows } = await this.o.pool.query<BroadcastRow>(
+      sql`SELECT ${COLUMNS} FROM broadcasts WHERE workspace_id = ${workspaceId} AND id = ${id}`,
+    );
     return rows[0] ?? null;
   }
 
@@ -92,11 +93,11 @@ export class BroadcastRunner {
 
   /** Completes a running broadcast none of whose deliveries is pending. */
   private async complete(workspaceId: string, broadcastId: string) {
+    const [ws, id] = [param(workspaceId), param(broadcastId)];
     const done = await this.o.pool.query(
-      `UPDATE broadcasts SET status = 'Completed', completed_at = now(), updated_at = now()
-       WHERE workspace_id = $1 AND id = $2 AND status = 'Running'
-         AND NOT EXISTS (SELECT 1 FROM deliveries WHERE workspace_id = $1 AND broadcast_id = $2 AND status IN ('Queued', 'Sending'))`,
-      [workspaceId, broadcastId],
+      sql`UPDATE broadcasts SET status = 'Completed', completed_at = now(), updated_at = now()
+       WHERE workspace_id = ${ws} AND id = ${id} AND status = 'Running'
+         AND NOT EXISTS (SELECT 1 FROM deliveries WHERE workspace_id = ${ws} AND broadcast_id = ${id} AND status IN ('Queued', 'Sending'))`,
     );
     if (done.rowCount) await releaseBroadcast(this.o.prisma, workspaceId, broadcastId);
   }
@@ -120,39 +121,37 @@ export class BroadcastRunner {
           parseStoredDefinition(b.request.segmentDefinition, `broadcast ${broadcastId}`),
           broadcastId,
         );
-    const freeze = async (limit: Sql, started: boolean) => {
+    const freeze = async (slice: Sql, started: boolean) => {
       const client = await this.o.pool.connect();
       try {
         return await inTransaction(client, async () => {
           const locked = await client.query(
-            "SELECT 1 FROM broadcasts WHERE workspace_id = $1 AND id = $2 AND status = 'Queued' FOR UPDATE",
-            [workspaceId, broadcastId],
+            sql`SELECT 1 FROM broadcasts WHERE workspace_id = ${workspaceId} AND id = ${broadcastId} AND status = 'Queued' FOR UPDATE`,
           );
           if (locked.rowCount === 0) return false;
           await client.query(
             sql`INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, broadcast_id, subscription_group_id, status)
              SELECT ${workspaceId}, gen_random_uuid(), m.profile_id, ${b.channel}::"Channel", ${b.template_id}::uuid, ${broadcastId}::uuid,
                ${b.subscription_group_id}::uuid, 'Queued'
-             FROM (${audience} ${limit}) m
+             FROM (${audience} ${slice}) m
              ON CONFLICT DO NOTHING`,
           );
+          const [ws, id] = [param(workspaceId), param(broadcastId)];
           await client.query(
             started
-              ? `UPDATE broadcasts SET status = 'Running', updated_at = now(),
-                   audience = (SELECT count(*) FROM deliveries WHERE workspace_id = $1 AND broadcast_id = $2)
-                 WHERE workspace_id = $1 AND id = $2`
-              : "UPDATE broadcasts SET started_at = coalesce(started_at, now()), updated_at = now() WHERE workspace_id = $1 AND id = $2",
-            [workspaceId, broadcastId],
+              ? sql`UPDATE broadcasts SET status = 'Running', updated_at = now(),
+                   audience = (SELECT count(*) FROM deliveries WHERE workspace_id = ${ws} AND broadcast_id = ${id})
+                 WHERE workspace_id = ${ws} AND id = ${id}`
+              : sql`UPDATE broadcasts SET started_at = coalesce(started_at, now()), updated_at = now() WHERE workspace_id = ${ws} AND id = ${id}`,
           );
-          for (const q of this.o.sends.wakeQueries(KIND, workspaceId, broadcastId, b.rate_limit_per_second !== null))
-            await client.query(q.text, q.values);
+          for (const q of this.o.sends.wakeQueries(KIND, workspaceId, broadcastId, b.rate_limit_per_second !== null)) await client.query(q);
           return true;
         });
       } finally {
         client.release();
       }
     };
-    if (await freeze(sql`LIMIT ${FIRST_SLICE}`, false)) await freeze(empty, true);
+    if (await freeze(limit(FIRST_SLICE), false)) await freeze(empty, true);
   }
 
   /** Starts broadcasts whose start job was lost (or cut off before the whole audience was written). */

@@ -12,6 +12,7 @@ import type {
 import type { PrismaClient } from "../db/client.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { lockTargets, setHolds, type Target } from "../db/references.ts";
+import { prismaExecute } from "../db/sql.ts";
 import { sameJson } from "../db/upsert.ts";
 import type { Broadcast } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../lib/errors.ts";
@@ -92,8 +93,10 @@ export async function executeBroadcast(
       if (body.subscriptionGroupId) targets.push({ kind: "SubscriptionGroup", id: body.subscriptionGroupId });
       await lockTargets(tx, workspaceId, targets);
       await setHolds(tx, workspaceId, { kind: "Broadcast", id: created.id }, targets);
-      const job = addJobQuery(START_TASK, { workspaceId, broadcastId: created.id }, { key: broadcastStartKey(workspaceId, created.id) });
-      await tx.$executeRawUnsafe(job.text, ...job.values);
+      await prismaExecute(
+        tx,
+        addJobQuery(START_TASK, { workspaceId, broadcastId: created.id }, { key: broadcastStartKey(workspaceId, created.id) }),
+      );
       return created;
     });
     return { broadcastId: row.id, broadcastName: row.name, status: row.status, repeat: false, createdAt: row.createdAt.getTime() };

@@ -3,6 +3,7 @@
 // until then, and the workspace's other definitions go on (docs/security.md).
 import type { DefinitionFailure } from "@tidings/schema";
 import pg from "pg";
+import { ident, param, sql } from "./sql.ts";
 
 /** A definition that cannot be evaluated as stored: not the database's fault, nor the network's. */
 export class DefinitionError extends Error {
@@ -41,12 +42,12 @@ export async function markFailing(
   now: Date,
   version: { column: "definition_updated_at"; value: Date } | { column: "version"; value: number },
 ): Promise<void> {
+  const at = param(now);
   await db.query(
-    `UPDATE ${table} SET evaluation_error = $3, evaluation_failures = evaluation_failures + 1,
-       evaluation_failed_at = coalesce(evaluation_failed_at, $4::timestamptz),
-       evaluation_retry_at = $4::timestamptz + make_interval(secs => least($6::float8, $5::float8 * 2 ^ least(evaluation_failures, 20)))
-     WHERE workspace_id = $1 AND id = $2 AND ${version.column} = $7`,
-    [row.workspaceId, row.id, reason.slice(0, REASON_MAX), now, RETRY_FIRST_S, RETRY_MAX_S, version.value],
+    sql`UPDATE ${ident(table)} SET evaluation_error = ${reason.slice(0, REASON_MAX)}, evaluation_failures = evaluation_failures + 1,
+       evaluation_failed_at = coalesce(evaluation_failed_at, ${at}::timestamptz),
+       evaluation_retry_at = ${at}::timestamptz + make_interval(secs => least(${RETRY_MAX_S}::float8, ${RETRY_FIRST_S}::float8 * 2 ^ least(evaluation_failures, 20)))
+     WHERE workspace_id = ${row.workspaceId} AND id = ${row.id} AND ${ident(version.column)} = ${version.value}`,
   );
 }
 

@@ -10,9 +10,10 @@
 // first and then sees what it did: a start after a delete finds the target gone (400), a delete
 // after a start finds the hold (409). The foreign keys (ON DELETE RESTRICT) back this up: no
 // path can delete a held target.
-import { Prisma, type ReferrerKind } from "../generated/prisma/client.ts";
+import type { ReferrerKind } from "../generated/prisma/client.ts";
 import { ApiError, notFound } from "../lib/errors.ts";
 import type { PrismaClient } from "./client.ts";
+import { ident, prismaExecute, prismaRows, sql } from "./sql.ts";
 import type { Tx } from "./upsert.ts";
 
 export type { ReferrerKind };
@@ -40,7 +41,6 @@ const referrerKinds: Record<ReferrerKind, { table: string; label: string }> = {
   Broadcast: { table: "broadcasts", label: "unfinished broadcast(s)" },
 };
 
-const ident = (name: string) => Prisma.raw(`"${name}"`);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Distinct ids of one kind (lower case, as PostgreSQL prints them); strings that are not UUIDs name nothing. */
@@ -57,10 +57,12 @@ export async function lockTargets(tx: Tx, workspaceId: string, wanted: readonly 
   for (const kind of Object.keys(targetKinds) as TargetKind[]) {
     const ids = idsOf(wanted, kind);
     if (ids.length === 0) continue;
-    const rows = await tx.$queryRaw<{ id: string }[]>`
-      SELECT id::text FROM ${ident(targetKinds[kind].table)}
+    const rows = await prismaRows<{ id: string }>(
+      tx,
+      sql`SELECT id::text FROM ${ident(targetKinds[kind].table)}
       WHERE workspace_id = ${workspaceId}::uuid AND id = ANY(${ids}::uuid[])
-      ORDER BY id FOR SHARE`;
+      ORDER BY id FOR SHARE`,
+    );
     for (const row of rows) found[kind].add(row.id);
   }
   return found;
@@ -74,16 +76,20 @@ export async function setHolds(tx: Tx, workspaceId: string, referrer: Referrer, 
   for (const kind of Object.keys(targetKinds) as TargetKind[]) {
     const holds = ident(targetKinds[kind].holds);
     const ids = idsOf(wanted, kind);
-    await tx.$executeRaw`
-      DELETE FROM ${holds}
+    await prismaExecute(
+      tx,
+      sql`DELETE FROM ${holds}
       WHERE workspace_id = ${workspaceId}::uuid AND referrer_kind = ${referrer.kind}::"ReferrerKind"
-        AND referrer_id = ${referrer.id}::uuid AND target_id <> ALL(${ids}::uuid[])`;
+        AND referrer_id = ${referrer.id}::uuid AND target_id <> ALL(${ids}::uuid[])`,
+    );
     if (ids.length === 0) continue;
-    await tx.$executeRaw`
-      INSERT INTO ${holds} (workspace_id, target_id, referrer_kind, referrer_id)
+    await prismaExecute(
+      tx,
+      sql`INSERT INTO ${holds} (workspace_id, target_id, referrer_kind, referrer_id)
       SELECT ${workspaceId}::uuid, target_id, ${referrer.kind}::"ReferrerKind", ${referrer.id}::uuid
       FROM unnest(${ids}::uuid[]) AS target_id
-      ON CONFLICT DO NOTHING`;
+      ON CONFLICT DO NOTHING`,
+    );
   }
 }
 
@@ -96,12 +102,14 @@ export async function holdersOf(
 ): Promise<{ kind: ReferrerKind; id: string; name: string }[]> {
   const holders: { kind: ReferrerKind; id: string; name: string }[] = [];
   for (const kind of kinds) {
-    const rows = await tx.$queryRaw<{ id: string; name: string }[]>`
-      SELECT r.id::text, r.name FROM ${ident(targetKinds[target.kind].holds)} h
+    const rows = await prismaRows<{ id: string; name: string }>(
+      tx,
+      sql`SELECT r.id::text, r.name FROM ${ident(targetKinds[target.kind].holds)} h
       JOIN ${ident(referrerKinds[kind].table)} r ON r.workspace_id = h.workspace_id AND r.id = h.referrer_id
       WHERE h.workspace_id = ${workspaceId}::uuid AND h.target_id = ${target.id}::uuid
         AND h.referrer_kind = ${kind}::"ReferrerKind"
-      ORDER BY r.name, r.id`;
+      ORDER BY r.name, r.id`,
+    );
     holders.push(...rows.map((r) => ({ kind, ...r })));
   }
   return holders;
@@ -141,8 +149,10 @@ export async function deleteUnlessHeld(
 ): Promise<void> {
   const { table, label } = targetKinds[target.kind];
   await prisma.$transaction(async (tx) => {
-    const rows = await tx.$queryRaw<{ name: string }[]>`
-      SELECT name FROM ${ident(table)} WHERE workspace_id = ${workspaceId}::uuid AND id = ${target.id}::uuid FOR UPDATE`;
+    const rows = await prismaRows<{ name: string }>(
+      tx,
+      sql`SELECT name FROM ${ident(table)} WHERE workspace_id = ${workspaceId}::uuid AND id = ${target.id}::uuid FOR UPDATE`,
+    );
     const row = rows[0];
     if (!row) throw notFound(`${label} ${target.id}`);
     await assertNotHeld(tx, workspaceId, target, `${label} ${JSON.stringify(row.name)}`);

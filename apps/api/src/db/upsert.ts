@@ -15,6 +15,7 @@ import { Prisma } from "../generated/prisma/client.ts";
 import { ApiError } from "../lib/errors.ts";
 import type { PrismaClient } from "./client.ts";
 import { isUniqueViolation } from "./errors.ts";
+import { ident, prismaRows, type Sql, sql } from "./sql.ts";
 
 export type Tx = Prisma.TransactionClient;
 
@@ -29,8 +30,8 @@ export interface UpsertSpec<Row, Create, Update> {
   workspaceId: string;
   /** The request's `id`: when given it is the key. */
   id: string | undefined;
-  /** The other key, a condition on the table, e.g. Prisma.sql`name = ${name}`. */
-  key: Prisma.Sql;
+  /** The other key, a condition on the table, e.g. sql`name = ${name}` (db/sql.ts). */
+  key: Sql;
   /** Reads the (locked) row with this id. */
   read(tx: Tx, id: string): Promise<Row | null>;
   /** The row to create when none matches. May throw (a 400). */
@@ -90,10 +91,11 @@ export async function upsert<Row, Create, Update>(prisma: PrismaClient, spec: Up
 }
 
 async function upsertOnce<Row, Create, Update>(tx: Tx, spec: UpsertSpec<Row, Create, Update>, raced: boolean): Promise<Row> {
-  const table = Prisma.raw(`"${spec.table}"`);
-  const where = spec.id === undefined ? spec.key : Prisma.sql`id = ${spec.id}::uuid`;
-  const locked = await tx.$queryRaw<{ id: string }[]>`
-    SELECT id::text FROM ${table} WHERE workspace_id = ${spec.workspaceId}::uuid AND ${where} FOR UPDATE`;
+  const where = spec.id === undefined ? spec.key : sql`id = ${spec.id}::uuid`;
+  const locked = await prismaRows<{ id: string }>(
+    tx,
+    sql`SELECT id::text FROM ${ident(spec.table)} WHERE workspace_id = ${spec.workspaceId}::uuid AND ${where} FOR UPDATE`,
+  );
   const existing = locked[0] ? await spec.read(tx, locked[0].id) : null;
   const now = new Date();
 

@@ -1,6 +1,6 @@
 // The common case in one statement: when a commit has no identity links and no group events,
 // inserting the events and creating/updating their profiles is a single data-modifying CTE
-// (sql.ts, STORE_IN_ONE_STATEMENT). A lone statement is its own transaction, so the commit
+// (sql.ts, fastPathStatement). A lone statement is its own transaction, so the commit
 // costs one round trip instead of five.
 //
 // Profiles are folded here, before PostgreSQL has seen the events, so the statement holds only
@@ -19,7 +19,7 @@ import {
   uniqueSorted,
   type WorkspaceEvent,
 } from "./rows.ts";
-import { STORE_IN_ONE_STATEMENT } from "./sql.ts";
+import { fastPathStatement } from "./sql.ts";
 
 /** Whether the events can take the fast path: no identity links, no groups. */
 export function fitsOneStatement(rows: WorkspaceEvent[]): boolean {
@@ -38,12 +38,13 @@ export async function storeInOneStatement(pool: pg.Pool, rows: WorkspaceEvent[])
   const events = uniqueSorted(rows);
   const profiles = profileRows(events, (_ws, id) => id);
   try {
+    const statement = fastPathStatement(
+      encodeRows(EVENT_COLUMNS, events),
+      encodeRows(PROFILE_COLUMNS, profiles),
+      encodeRows(OUTBOX_COLUMNS, outboxRows(events)),
+    );
     // Named, so each connection parses and plans this large statement once.
-    await pool.query({
-      name: "tidings-ingest-v7",
-      text: STORE_IN_ONE_STATEMENT,
-      values: [encodeRows(EVENT_COLUMNS, events), encodeRows(PROFILE_COLUMNS, profiles), encodeRows(OUTBOX_COLUMNS, outboxRows(events))],
-    });
+    await pool.query({ name: "tidings-ingest-v8", text: statement.text, values: statement.values });
     return events.length;
   } catch (err) {
     const code = (err as { code?: string }).code;

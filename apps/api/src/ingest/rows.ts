@@ -35,7 +35,10 @@ export interface Column<Row> {
   json: (row: Row) => string;
 }
 
-/** A row set's columns by name. The names are the SQL column names: the statements use them as they are. */
+/**
+ * A row set's columns by name. The names are the SQL column names, plain lower-case identifiers
+ * (the statements quote them: db/sql.ts `ident`).
+ */
 export type Columns<Row> = Record<string, Column<Row>>;
 
 /**

@@ -20,16 +20,16 @@ import {
   type WorkspaceEvent,
 } from "./rows.ts";
 import {
-  INSERT_ALIAS,
-  INSERT_NEW_EVENTS,
-  INSERT_OUTBOX,
-  MOVE_MEMBERSHIPS,
-  MOVE_PROFILE,
-  REPOINT_ALIASES,
-  SELECT_ALIASES,
-  UPSERT_GROUPS,
-  UPSERT_MEMBERSHIPS,
-  UPSERT_PROFILES,
+  insertAlias,
+  insertNewEvents,
+  insertOutboxRows,
+  moveMemberships,
+  moveProfile,
+  repointAliases,
+  selectAliases,
+  upsertGroups,
+  upsertMemberships,
+  upsertProfiles,
 } from "./sql.ts";
 
 /** Stores the events and applies their effects in one transaction. Returns how many were new. */
@@ -54,22 +54,22 @@ async function storeEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promi
     const source = ev.type === "alias" ? ev.previousId! : ev.anonymousId!;
     await linkIdentity(client, workspaceId, source, resolve(workspaceId, ev.userId!), aliases);
   }
-  await client.query(UPSERT_PROFILES, [encodeRows(PROFILE_COLUMNS, profileRows(fresh, resolve))]);
+  await client.query(upsertProfiles(encodeRows(PROFILE_COLUMNS, profileRows(fresh, resolve))));
   const { groups, memberships } = groupRows(fresh, resolve);
   if (groups.length > 0) {
-    await client.query(UPSERT_GROUPS, [encodeRows(GROUP_COLUMNS, groups)]);
-    await client.query(UPSERT_MEMBERSHIPS, [encodeRows(MEMBERSHIP_COLUMNS, memberships)]);
+    await client.query(upsertGroups(encodeRows(GROUP_COLUMNS, groups)));
+    await client.query(upsertMemberships(encodeRows(MEMBERSHIP_COLUMNS, memberships)));
   }
-  await client.query(INSERT_OUTBOX, [encodeRows(OUTBOX_COLUMNS, outboxRows(fresh))]);
+  await client.query(insertOutboxRows(encodeRows(OUTBOX_COLUMNS, outboxRows(fresh))));
   return fresh.length;
 }
 
 /** Inserts the events; returns those that were new (replays are left out). */
 async function insertEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Promise<WorkspaceEvent[]> {
   const sorted = uniqueSorted(rows);
-  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(INSERT_NEW_EVENTS, [
-    encodeRows(EVENT_COLUMNS, sorted),
-  ]);
+  const { rows: inserted } = await client.query<{ workspace_id: string; message_id: string }>(
+    insertNewEvents(encodeRows(EVENT_COLUMNS, sorted)),
+  );
   if (inserted.length === sorted.length) return sorted;
   const fresh = new Set(inserted.map((r) => key(r.workspace_id, r.message_id)));
   return sorted.filter((r) => fresh.has(key(r.workspaceId, r.ev.messageId)));
@@ -77,9 +77,9 @@ async function insertEvents(client: pg.PoolClient, rows: WorkspaceEvent[]): Prom
 
 /** Current alias → profile links for every id these events mention. */
 async function loadAliases(client: pg.PoolClient, events: WorkspaceEvent[]): Promise<Map<string, string>> {
-  const { rows } = await client.query<{ workspace_id: string; alias_id: string; profile_id: string }>(SELECT_ALIASES, [
-    encodeRows(IDENTITY_COLUMNS, identityRows(events)),
-  ]);
+  const { rows } = await client.query<{ workspace_id: string; alias_id: string; profile_id: string }>(
+    selectAliases(encodeRows(IDENTITY_COLUMNS, identityRows(events))),
+  );
   return new Map(rows.map((r) => [key(r.workspace_id, r.alias_id), r.profile_id]));
 }
 
@@ -89,12 +89,12 @@ async function loadAliases(client: pg.PoolClient, events: WorkspaceEvent[]): Pro
  */
 async function linkIdentity(client: pg.PoolClient, workspaceId: string, source: string, target: string, aliases: Map<string, string>) {
   if (source === target || aliases.has(key(workspaceId, source))) return;
-  const params = [workspaceId, source, target];
-  const { rowCount } = await client.query(INSERT_ALIAS, params);
+  const link = { workspaceId, source, target };
+  const { rowCount } = await client.query(insertAlias(link));
   if (!rowCount) return;
-  await client.query(REPOINT_ALIASES, params);
-  await client.query(MOVE_PROFILE, params);
-  await client.query(MOVE_MEMBERSHIPS, params);
+  await client.query(repointAliases(link));
+  await client.query(moveProfile(link));
+  await client.query(moveMemberships(link));
   for (const [k, v] of aliases) if (v === source && k.startsWith(`${workspaceId}\u0000`)) aliases.set(k, target);
   aliases.set(key(workspaceId, source), target);
 }

@@ -7,8 +7,8 @@
 //   (everything else, TIDINGS_WORKER_CONCURRENCY), so neither can take the other's slots. A
 //   handler still does a bounded slice of work and re-enqueues itself rather than looping.
 // - Enqueue with `jobs.add(task, payload, opts)`, or in the caller's transaction with
-//   `addJobQuery(...)` (pg `client.query(q.text, q.values)`, Prisma
-//   `tx.$executeRawUnsafe(q.text, ...q.values)`): the job exists iff the transaction commits.
+//   `addJobQuery(...)`, a statement (db/sql.ts: pg `client.query(q)`, Prisma
+//   `prismaExecute(tx, q)`): the job exists iff the transaction commits.
 // - `queue`: a named queue runs its jobs one at a time across all workers. `key`: at most one
 //   waiting job per key; adding it again updates the waiting job, but if the keyed job is running
 //   a new job is created (and the running one is no longer retried), so no wake-up is lost — the
@@ -32,4 +32,4 @@ export {
   type TaskHandler,
 } from "./layer.ts";
 export { type JobLog, type JobLogLevel, levelLog } from "./log.ts";
-export { addJobQuery, JOBS_SCHEMA, type JobOptions, type SqlQuery } from "./sql.ts";
+export { addJobQuery, JOBS_SCHEMA, type JobOptions } from "./sql.ts";

@@ -7,14 +7,15 @@ import { type ChannelHandlers, Listener, type NotificationHandler } from "./list
 import { graphileLogger, type JobLog } from "./log.ts";
 import {
   addJobQuery,
-  ENSURE_RECURRING,
+  ensureRecurring,
   JOBS_SCHEMA,
   type JobOptions,
   QUEUE_STATS,
   RECURRING_LOCK_SPACE,
-  SCHEDULE_NEXT_RUN,
-  SCHEDULE_RETRY,
+  scheduleNextRun,
+  scheduleRetry,
 } from "./sql.ts";
+import { raw, sql } from "../db/sql.ts";
 import { errorText } from "../lib/errors.ts";
 import { backoffMs, sleep } from "../lib/time.ts";
 
@@ -95,6 +96,8 @@ export interface JobLayerOptions {
 }
 
 const recurringKey = (task: string) => `recurring:${task}`;
+/** Frees a recurring task's overlap guard. */
+const unlock = (task: string) => sql`SELECT pg_advisory_unlock(${RECURRING_LOCK_SPACE}, hashtext(${task}))`;
 
 /** Creates or upgrades graphile-worker's schema (`start()` does it too; for `tidings-api migrate`). */
 export async function migrateJobs(connectionString: string, log: JobLog = () => {}): Promise<void> {
@@ -165,15 +168,15 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
       const client = await pool.connect();
       let locked = false;
       try {
-        locked = (await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok", [RECURRING_LOCK_SPACE, task]))
+        locked = (await client.query<{ ok: boolean }>(sql`SELECT pg_try_advisory_lock(${RECURRING_LOCK_SPACE}, hashtext(${task})) AS ok`))
           .rows[0]!.ok;
         if (!locked) {
-          await client.query(SCHEDULE_RETRY, [task, key, Math.min(seconds, 1)]);
+          await client.query(scheduleRetry(task, key, Math.min(seconds, 1)));
           return;
         }
-        await client.query(SCHEDULE_NEXT_RUN, [task, key, helpers.job.run_at, seconds]);
+        await client.query(scheduleNextRun(task, key, helpers.job.run_at, seconds));
       } catch (err) {
-        if (locked) await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [RECURRING_LOCK_SPACE, task]).catch(() => {});
+        if (locked) await client.query(unlock(task)).catch(() => {});
         client.release(true);
         throw err; // nothing rescheduled: this job keeps its key and is retried
       }
@@ -187,7 +190,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
         log("error", `recurring task ${task} failed: ${errorText(err)}`);
       } finally {
         // Dropping the connection (release(true)) would free the lock too, should unlocking fail.
-        const unlocked = await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [RECURRING_LOCK_SPACE, task]).then(
+        const unlocked = await client.query(unlock(task)).then(
           () => true,
           () => false,
         );
@@ -215,7 +218,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
       await runMigrations({ pgPool: pool, logger });
     } else {
       for (const [lane, taskList] of lanes) await startRunner(lane, taskList, lanes.size, logger);
-      for (const task of recurringTasks.keys()) await pool.query(ENSURE_RECURRING, [task, recurringKey(task)]);
+      for (const task of recurringTasks.keys()) await pool.query(ensureRecurring(task, recurringKey(task)));
     }
     if (runsJobs && channels.size > 0) {
       listener = new Listener(opts.connectionString, channels, log);
@@ -279,9 +282,9 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
       await sleep(backoffMs(attempt));
       if (stopped()) return;
       try {
-        if (deadPools.length > 0) await pool.query(`SELECT ${JOBS_SCHEMA}.force_unlock_workers($1::text[])`, [deadPools]);
+        if (deadPools.length > 0) await pool.query(sql`SELECT ${raw(JOBS_SCHEMA)}.force_unlock_workers(${deadPools}::text[])`);
         for (const task of recurringTasks.keys()) {
-          if (task in taskList) await pool.query(ENSURE_RECURRING, [task, recurringKey(task)]);
+          if (task in taskList) await pool.query(ensureRecurring(task, recurringKey(task)));
         }
         await startRunner(lane, taskList, laneCount, logger);
         return;
@@ -324,8 +327,7 @@ export function createJobLayer(opts: JobLayerOptions): JobLayer {
 
   return {
     async add(task, payload, jobOpts) {
-      const q = addJobQuery(task, payload, jobOpts);
-      await pool.query(q.text, q.values);
+      await pool.query(addJobQuery(task, payload, jobOpts));
     },
     recurring(task, seconds) {
       beforeStart("recurring()");

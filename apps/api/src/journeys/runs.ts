@@ -1,7 +1,8 @@
 // The read side of the journey runtime: a journey's runs, a user's runs, and the stats.
 import { EXIT_NODE_ID, type JourneyDefinition, type JourneyRun, type JourneyRunListQuery, type JourneyStats } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import { type JourneyRun as RunRow, Prisma } from "../generated/prisma/client.ts";
+import { empty, prismaRows, sql } from "../db/sql.ts";
+import type { JourneyRun as RunRow, Prisma } from "../generated/prisma/client.ts";
 import { notFound } from "../lib/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../http/pagination.ts";
 import { findJourney } from "./service.ts";
@@ -49,7 +50,7 @@ export async function userRuns(prisma: PrismaClient, workspaceId: string, userId
   return rows.map((r) => ({ ...toJourneyRun(r), journeyName: r.journey.name }));
 }
 
-const RUN_COUNTS = Prisma.sql`count(*)::int AS entered,
+const RUN_COUNTS = sql`count(*)::int AS entered,
   count(*) FILTER (WHERE status = 'Active')::int AS active,
   count(*) FILTER (WHERE status = 'Completed')::int AS completed,
   count(*) FILTER (WHERE status = 'Converted')::int AS converted`;
@@ -64,8 +65,8 @@ interface Counts {
 /** Run counts, overall and per node, of every version or of one. */
 export async function journeyStats(prisma: PrismaClient, workspaceId: string, journeyId: string, version?: number): Promise<JourneyStats> {
   const journey = await findJourney(prisma, workspaceId, journeyId);
-  const only = version === undefined ? Prisma.empty : Prisma.sql`AND version = ${version}`;
-  const ws = Prisma.sql`workspace_id = ${workspaceId}::uuid AND journey_id = ${journeyId}::uuid`;
+  const only = version === undefined ? empty : sql`AND version = ${version}`;
+  const ws = sql`workspace_id = ${workspaceId}::uuid AND journey_id = ${journeyId}::uuid`;
   let definition = journey.definition as JourneyDefinition | null;
   if (version !== undefined) {
     const v = await prisma.journeyVersion.findUnique({ where: { workspaceId_journeyId_version: { workspaceId, journeyId, version } } });
@@ -73,19 +74,26 @@ export async function journeyStats(prisma: PrismaClient, workspaceId: string, jo
     definition = v.definition as JourneyDefinition;
   }
   const [totals, perVersion, waiting, reached, messages] = await Promise.all([
-    prisma.$queryRaw<Counts[]>`SELECT ${RUN_COUNTS} FROM journey_runs WHERE ${ws} ${only}`,
-    prisma.$queryRaw<
-      (Counts & { version: number })[]
-    >`SELECT version, ${RUN_COUNTS} FROM journey_runs WHERE ${ws} GROUP BY version ORDER BY version`,
-    prisma.$queryRaw<{ node_id: string; n: number }[]>`
-      SELECT node_id, count(*)::int AS n FROM journey_runs WHERE ${ws} ${only} AND status = 'Active' GROUP BY node_id`,
-    prisma.$queryRaw<{ node_id: string; n: number }[]>`
-      SELECT node_id, sum(reached)::int AS n FROM journey_node_counts WHERE ${ws} ${only} GROUP BY node_id`,
-    prisma.$queryRaw<{ node_id: string; status: string; n: number }[]>`
-      SELECT d.node_id, d.status::text AS status, count(*)::int AS n FROM deliveries d
+    prismaRows<Counts>(prisma, sql`SELECT ${RUN_COUNTS} FROM journey_runs WHERE ${ws} ${only}`),
+    prismaRows<Counts & { version: number }>(
+      prisma,
+      sql`SELECT version, ${RUN_COUNTS} FROM journey_runs WHERE ${ws} GROUP BY version ORDER BY version`,
+    ),
+    prismaRows<{ node_id: string; n: number }>(
+      prisma,
+      sql`SELECT node_id, count(*)::int AS n FROM journey_runs WHERE ${ws} ${only} AND status = 'Active' GROUP BY node_id`,
+    ),
+    prismaRows<{ node_id: string; n: number }>(
+      prisma,
+      sql`SELECT node_id, sum(reached)::int AS n FROM journey_node_counts WHERE ${ws} ${only} GROUP BY node_id`,
+    ),
+    prismaRows<{ node_id: string; status: string; n: number }>(
+      prisma,
+      sql`SELECT d.node_id, d.status::text AS status, count(*)::int AS n FROM deliveries d
       WHERE d.workspace_id = ${workspaceId}::uuid AND d.journey_id = ${journeyId}::uuid
-        ${version === undefined ? Prisma.empty : Prisma.sql`AND d.run_id IN (SELECT id FROM journey_runs WHERE ${ws} AND version = ${version})`}
+        ${version === undefined ? empty : sql`AND d.run_id IN (SELECT id FROM journey_runs WHERE ${ws} AND version = ${version})`}
       GROUP BY d.node_id, d.status`,
+    ),
   ]);
   const byNode = (rows: { node_id: string; n: number }[]) => new Map(rows.map((r) => [r.node_id, r.n]));
   const [waitingAt, reachedAt] = [byNode(waiting), byNode(reached)];

@@ -14,8 +14,9 @@ import {
 import { definitionFailure, FAILURE_CLEARED } from "../db/failing.ts";
 import type { PrismaClient } from "../db/client.ts";
 import { lockTargets, setHolds, type Target } from "../db/references.ts";
+import { prismaExecute, prismaRows, sql } from "../db/sql.ts";
 import { jsonColumn, sameJson, type Tx, upsert } from "../db/upsert.ts";
-import { type Journey, Prisma } from "../generated/prisma/client.ts";
+import type { Journey, Prisma } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import { lockDependents } from "../outbox/index.ts";
@@ -163,7 +164,7 @@ export async function upsertJourney(prisma: PrismaClient, workspaceId: string, b
     table: "journeys",
     workspaceId,
     id: body.id,
-    key: Prisma.sql`name = ${body.name}`,
+    key: sql`name = ${body.name}`,
     read: (tx, id) => tx.journey.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
     toCreate: () => fieldsAfter(body, change, null),
     changes: (existing) => {
@@ -213,8 +214,11 @@ export async function upsertJourney(prisma: PrismaClient, workspaceId: string, b
     afterWrite: async (tx, row, write) => {
       const before = write.existing;
       if (row.version !== (before?.version ?? 0)) {
-        await tx.$executeRaw`INSERT INTO journey_versions (workspace_id, journey_id, version, definition)
-          VALUES (${workspaceId}::uuid, ${row.id}::uuid, ${row.version}, ${JSON.stringify(row.definition)}::jsonb)`;
+        await prismaExecute(
+          tx,
+          sql`INSERT INTO journey_versions (workspace_id, journey_id, version, definition)
+          VALUES (${workspaceId}::uuid, ${row.id}::uuid, ${row.version}, ${JSON.stringify(row.definition)}::jsonb)`,
+        );
       }
       // A journey's entry event is a dependent of ingestion's commits (src/outbox) while it runs.
       if (before?.status !== row.status || before.version !== row.version) await lockDependents(tx, workspaceId);
@@ -234,7 +238,7 @@ export async function upsertJourney(prisma: PrismaClient, workspaceId: string, b
           : holds && from === "Paused"
             ? await resumeRuns(tx, workspaceId, row.id)
             : [];
-      for (const q of queries) await tx.$executeRawUnsafe(q.text, ...q.values);
+      for (const q of queries) await prismaExecute(tx, q);
     },
     keyTaken: () => nameTaken(body.name),
   });
@@ -254,10 +258,12 @@ async function existingSegments(tx: Tx, workspaceId: string, ids: string[]) {
 async function heldTargets(tx: Tx, workspaceId: string, row: Journey): Promise<Target[]> {
   const wanted: Target[] = journeyUses(row.definition as JourneyDefinition);
   if (row.exitSegmentId) wanted.push({ kind: "Segment", id: row.exitSegmentId });
-  const older = await tx.$queryRaw<{ definition: JourneyDefinition }[]>`
-    SELECT v.definition FROM journey_versions v WHERE v.workspace_id = ${workspaceId}::uuid AND v.journey_id = ${row.id}::uuid
+  const older = await prismaRows<{ definition: JourneyDefinition }>(
+    tx,
+    sql`SELECT v.definition FROM journey_versions v WHERE v.workspace_id = ${workspaceId}::uuid AND v.journey_id = ${row.id}::uuid
       AND v.version <> ${row.version} AND EXISTS (SELECT 1 FROM journey_runs r WHERE r.workspace_id = v.workspace_id
-        AND r.journey_id = v.journey_id AND r.version = v.version AND r.status = 'Active')`;
+        AND r.journey_id = v.journey_id AND r.version = v.version AND r.status = 'Active')`,
+  );
   for (const v of older) wanted.push(...journeyUses(v.definition));
   const found = await lockTargets(tx, workspaceId, wanted);
   return wanted.filter((t) => found[t.kind].has(t.id));
@@ -268,8 +274,11 @@ async function heldTargets(tx: Tx, workspaceId: string, row: Journey): Promise<T
  * exit segment entered, while it was paused (enters are not recorded for a paused journey).
  */
 async function resumeRuns(tx: Tx, workspaceId: string, journeyId: string) {
-  await tx.$executeRaw`UPDATE journey_runs SET due_at = now()
-    WHERE workspace_id = ${workspaceId}::uuid AND journey_id = ${journeyId}::uuid AND status = 'Active' AND waiting`;
+  await prismaExecute(
+    tx,
+    sql`UPDATE journey_runs SET due_at = now()
+    WHERE workspace_id = ${workspaceId}::uuid AND journey_id = ${journeyId}::uuid AND status = 'Active' AND waiting`,
+  );
   return JourneyRuntime.wakeQueries(workspaceId);
 }
 

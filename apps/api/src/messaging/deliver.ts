@@ -4,6 +4,7 @@
 import type { Channel, MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";
 import type { PrismaClient } from "../db/client.ts";
+import { param, sql } from "../db/sql.ts";
 import type { Metrics } from "../http/metrics.ts";
 import type { JobLog } from "../jobs/index.ts";
 import type { RenderPool } from "../templates/render-pool.ts";
@@ -72,12 +73,11 @@ export class Deliverer {
    * worker reserves on the same row, so the rate holds across all of them.
    */
   private async reserve(workspaceId: string, key: string, n: number, rate: number) {
-    const ms = Math.ceil((n * 1000) / rate);
+    const ms = param(Math.ceil((n * 1000) / rate));
     const { rows } = await this.o.pool.query<{ wait: number }>(
-      `INSERT INTO send_pacing (workspace_id, key, paced_until) VALUES ($1, $2, now() + $3 * interval '1 millisecond')
-       ON CONFLICT (workspace_id, key) DO UPDATE SET paced_until = GREATEST(send_pacing.paced_until, now()) + $3 * interval '1 millisecond'
-       RETURNING GREATEST(0, extract(epoch FROM (paced_until - $3 * interval '1 millisecond' - now())) * 1000)::float8 AS wait`,
-      [workspaceId, key, ms],
+      sql`INSERT INTO send_pacing (workspace_id, key, paced_until) VALUES (${workspaceId}, ${key}, now() + ${ms} * interval '1 millisecond')
+       ON CONFLICT (workspace_id, key) DO UPDATE SET paced_until = GREATEST(send_pacing.paced_until, now()) + ${ms} * interval '1 millisecond'
+       RETURNING GREATEST(0, extract(epoch FROM (paced_until - ${ms} * interval '1 millisecond' - now())) * 1000)::float8 AS wait`,
     );
     const wait = rows[0]?.wait ?? 0;
     if (wait > 0) await sleep(wait);
@@ -120,8 +120,7 @@ export class Deliverer {
     const out = new Map<string, MessageTemplateDefinition>();
     if (ids.length === 0) return out;
     const { rows } = await this.o.pool.query<{ id: string; definition: MessageTemplateDefinition | null }>(
-      "SELECT id, definition FROM message_templates WHERE workspace_id = $1 AND id = ANY($2::uuid[])",
-      [workspaceId, ids],
+      sql`SELECT id, definition FROM message_templates WHERE workspace_id = ${workspaceId} AND id = ANY(${ids}::uuid[])`,
     );
     for (const r of rows) if (r.definition) out.set(r.id, r.definition);
     return out;

@@ -10,6 +10,7 @@
 // sent once more with the same id (the idempotency key providers see): at most one resend.
 import type { Channel } from "@tidings/schema";
 import type pg from "pg";
+import { ident, param, sql } from "../db/sql.ts";
 import type { MessageInput } from "../templates/render-pool.ts";
 import type { OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import type { StreamRef } from "./sources.ts";
@@ -58,27 +59,33 @@ export async function claimDeliveries(
   db: Pick<pg.Pool, "query">,
   spec: ClaimSpec,
 ): Promise<{ picked: number; skipped: Channel[]; toSend: Claimed[] }> {
-  const column = spec.stream.column;
-  const skip = `CASE
+  const column = ident(spec.stream.column);
+  const [ws, stream, limit, traits] = [
+    param(spec.workspaceId),
+    param(spec.stream.id),
+    param(spec.limit),
+    param(JSON.stringify(spec.contactTraits)),
+  ];
+  const skip = sql`CASE
       WHEN p.profile_id IS NULL THEN 'user no longer exists'
       WHEN g.type = 'OptOut' AND s.subscribed = false THEN 'unsubscribed'
       WHEN g.type = 'OptIn' AND s.subscribed IS NOT TRUE THEN 'not subscribed'
-      WHEN $5::jsonb ->> picked.channel::text IS NOT NULL
-        AND coalesce(p.traits ->> ($5::jsonb ->> picked.channel::text), '') = '' THEN 'no ' || ($5::jsonb ->> picked.channel::text) || ' trait'
+      WHEN ${traits}::jsonb ->> picked.channel::text IS NOT NULL
+        AND coalesce(p.traits ->> (${traits}::jsonb ->> picked.channel::text), '') = '' THEN 'no ' || (${traits}::jsonb ->> picked.channel::text) || ' trait'
     END`;
   const { rows } = await db.query<ClaimRow>(
     // Two index-ordered scans (due Queued rows; Sending rows whose lease ran out, taken first),
     // so a claim reads only the rows it takes, however many are waiting.
-    `WITH expired AS (
+    sql`WITH expired AS (
        SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id FROM deliveries d
-       WHERE d.workspace_id = $1 AND d.${column} = $2 AND d.status = 'Sending'
-         AND d.due_at < now() - $4 * interval '1 second'
-       ORDER BY d.due_at LIMIT $3
+       WHERE d.workspace_id = ${ws} AND d.${column} = ${stream} AND d.status = 'Sending'
+         AND d.due_at < now() - ${spec.leaseSeconds} * interval '1 second'
+       ORDER BY d.due_at LIMIT ${limit}
        FOR UPDATE OF d SKIP LOCKED),
      queued AS (
        SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id FROM deliveries d
-       WHERE d.workspace_id = $1 AND d.${column} = $2 AND d.status = 'Queued' AND d.due_at <= now()
-       ORDER BY d.due_at LIMIT (SELECT $3 - count(*) FROM expired)
+       WHERE d.workspace_id = ${ws} AND d.${column} = ${stream} AND d.status = 'Queued' AND d.due_at <= now()
+       ORDER BY d.due_at LIMIT (SELECT ${limit} - count(*) FROM expired)
        FOR UPDATE OF d SKIP LOCKED),
      picked AS (SELECT * FROM expired UNION ALL SELECT * FROM queued),
      decided AS (
@@ -93,10 +100,9 @@ export async function claimDeliveries(
        reason = decided.skip,
        attempts = d.attempts + CASE WHEN decided.skip IS NULL THEN 1 ELSE 0 END,
        due_at = now(), updated_at = now()
-     FROM decided WHERE d.workspace_id = $1 AND d.id = decided.id
+     FROM decided WHERE d.workspace_id = ${ws} AND d.id = decided.id
      RETURNING d.id, d.user_id, d.attempts, d.channel, d.template_id, d.subscription_group_id, d.context, decided.traits,
        decided.skip IS NOT NULL AS skipped`,
-    [spec.workspaceId, spec.stream.id, spec.limit, spec.leaseSeconds, JSON.stringify(spec.contactTraits)],
   );
   const toSend = rows
     .filter((r) => !r.skipped)
@@ -132,10 +138,9 @@ interface ClaimRow {
  */
 export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: string, ids: string[]) {
   if (ids.length === 0) return;
-  await db.query("UPDATE deliveries SET due_at = now() WHERE workspace_id = $1 AND id = ANY($2::uuid[]) AND status = 'Sending'", [
-    workspaceId,
-    ids,
-  ]);
+  await db.query(
+    sql`UPDATE deliveries SET due_at = now() WHERE workspace_id = ${workspaceId} AND id = ANY(${ids}::uuid[]) AND status = 'Sending'`,
+  );
 }
 
 /**
@@ -143,13 +148,13 @@ export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: strin
  * lease end (null: nothing pending). Two index-backed minimums.
  */
 export async function nextDue(db: Pick<pg.Pool, "query">, workspaceId: string, stream: StreamRef, leaseSeconds: number) {
-  const column = stream.column;
+  const column = ident(stream.column);
+  const [ws, id] = [param(workspaceId), param(stream.id)];
   const { rows } = await db.query<{ next: Date | null }>(
-    `SELECT least(
-       (SELECT min(due_at) FROM deliveries WHERE workspace_id = $1 AND ${column} = $2 AND status = 'Queued'),
-       (SELECT min(due_at) FROM deliveries WHERE workspace_id = $1 AND ${column} = $2 AND status = 'Sending') + $3 * interval '1 second'
+    sql`SELECT least(
+       (SELECT min(due_at) FROM deliveries WHERE workspace_id = ${ws} AND ${column} = ${id} AND status = 'Queued'),
+       (SELECT min(due_at) FROM deliveries WHERE workspace_id = ${ws} AND ${column} = ${id} AND status = 'Sending') + ${leaseSeconds} * interval '1 second'
      ) AS next`,
-    [workspaceId, stream.id, leaseSeconds],
   );
   return rows[0]?.next ?? null;
 }
@@ -179,12 +184,11 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
   });
   // One JSON document (serialized natively, parsed by PostgreSQL) rather than per-column arrays.
   await db.query(
-    `UPDATE deliveries d SET status = m.status::"DeliveryStatus", reason = m.reason, provider_message_id = m.provider_id,
+    sql`UPDATE deliveries d SET status = m.status::"DeliveryStatus", reason = m.reason, provider_message_id = m.provider_id,
        contact = m.contact, rendered = m.rendered, due_at = coalesce(m.due, d.due_at), updated_at = now()
-     FROM jsonb_to_recordset($2::jsonb)
+     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
        AS m(id uuid, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz)
-     WHERE d.workspace_id = $1 AND d.id = m.id AND d.status = 'Sending'`,
-    [workspaceId, JSON.stringify(rows)],
+     WHERE d.workspace_id = ${workspaceId} AND d.id = m.id AND d.status = 'Sending'`,
   );
 }
 

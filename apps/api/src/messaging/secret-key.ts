@@ -4,6 +4,7 @@
 // in which case the stored secrets are re-encrypted under the new key in one transaction.
 import { ConfigError, type ResolvedConfig } from "../config.ts";
 import type { PrismaClient } from "../db/client.ts";
+import { prismaExecute, sql } from "../db/sql.ts";
 import { resealProviderSecrets, sealedProviderSecrets } from "./providers/service.ts";
 import { deriveKey, SecretBox } from "./secrets.ts";
 
@@ -42,7 +43,7 @@ export async function verifySecretKey(
   const current = secretKeyCheck(config.secretKey);
   const previous = config.previousSecretKey;
   await prisma.$transaction(async (tx) => {
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(${CHECK_LOCK})`;
+    await prismaExecute(tx, sql`SELECT pg_advisory_xact_lock(${CHECK_LOCK})`);
     const stored = (await tx.serverSetting.findUnique({ where: { name: SETTING } }))?.value;
     if (stored === current) return;
     // Before the check existed (or on a fresh database) the sealed values themselves tell.

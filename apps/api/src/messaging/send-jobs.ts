@@ -5,7 +5,8 @@
 // enqueues its successor. A tick every second gives a sender to each active stream that has work
 // due and no live sender (a worker died, a start was lost), and reports drained streams.
 import pg from "pg";
-import type { JobLayer, JobLog, SqlQuery } from "../jobs/index.ts";
+import { type Sql, sql } from "../db/sql.ts";
+import type { JobLayer, JobLog } from "../jobs/index.ts";
 import { addJobQuery } from "../jobs/index.ts";
 import type { Deliverer } from "./deliver.ts";
 import { nextDue } from "./dispatch.ts";
@@ -95,7 +96,7 @@ export class SendJobs {
    * The statements that start a stream's senders, to run in the transaction that queues its
    * deliveries (the senders exist iff the deliveries do). `paced`: one sender.
    */
-  wakeQueries(kind: string, workspaceId: string, id: string, paced: boolean): SqlQuery[] {
+  wakeQueries(kind: string, workspaceId: string, id: string, paced: boolean): Sql[] {
     return Array.from({ length: paced ? 1 : SENDERS }, (_, slot) =>
       addJobQuery(SEND_TASK, { kind, workspaceId, id, slot } satisfies SendPayload, { key: jobKey({ kind, workspaceId, id, slot }) }),
     );
@@ -103,7 +104,7 @@ export class SendJobs {
 
   /** Starts a stream's senders now (a slot whose sender is running keeps it; see `send`). */
   async wake(kind: string, workspaceId: string, id: string, paced: boolean) {
-    for (const q of this.wakeQueries(kind, workspaceId, id, paced)) await this.o.pool.query(q.text, q.values);
+    for (const q of this.wakeQueries(kind, workspaceId, id, paced)) await this.o.pool.query(q);
   }
 
   private source(kind: string) {
@@ -144,15 +145,14 @@ export class SendJobs {
     client.on("error", onError);
     let next: "more" | "idle" | "stopped" = "stopped";
     try {
-      const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok", [
-        SLOT_LOCK_SPACE,
-        slotKey(p),
-      ]);
+      const { rows } = await client.query<{ ok: boolean }>(
+        sql`SELECT pg_try_advisory_lock(${SLOT_LOCK_SPACE}, hashtext(${slotKey(p)})) AS ok`,
+      );
       if (!rows[0]?.ok) return;
       try {
         next = await this.slice(source, p.workspaceId, stream, () => lost !== undefined || stopping?.aborted === true);
       } finally {
-        await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [SLOT_LOCK_SPACE, slotKey(p)]).catch((err: Error) => {
+        await client.query(sql`SELECT pg_advisory_unlock(${SLOT_LOCK_SPACE}, hashtext(${slotKey(p)}))`).catch((err: Error) => {
           lost ??= err; // dropping the connection frees the lock
         });
       }
@@ -194,13 +194,12 @@ export class SendJobs {
       const streams = await source.activeStreams();
       if (streams.length === 0) continue;
       const { rows: idle } = await this.o.pool.query<{ workspace_id: string; id: string }>(
-        `SELECT a.workspace_id, a.id FROM unnest($1::uuid[], $2::uuid[]) AS a(workspace_id, id)
+        sql`SELECT a.workspace_id, a.id FROM unnest(${streams.map((s) => s.workspaceId)}::uuid[], ${streams.map((s) => s.id)}::uuid[]) AS a(workspace_id, id)
          WHERE NOT EXISTS (
-           SELECT 1 FROM pg_locks l, generate_series(0, $5::int - 1) AS slot
+           SELECT 1 FROM pg_locks l, generate_series(0, ${SENDERS}::int - 1) AS slot
            WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-             AND l.objsubid = 2 AND l.classid = $3::int8::oid
-             AND l.objid = (hashtext($4 || ':' || a.workspace_id || ':' || a.id || ':' || slot)::int8 & 4294967295)::oid)`,
-        [streams.map((s) => s.workspaceId), streams.map((s) => s.id), SLOT_LOCK_SPACE, source.kind, SENDERS],
+             AND l.objsubid = 2 AND l.classid = ${SLOT_LOCK_SPACE}::int8::oid
+             AND l.objid = (hashtext(${source.kind} || ':' || a.workspace_id || ':' || a.id || ':' || slot)::int8 & 4294967295)::oid)`,
       );
       for (const r of idle) {
         try {

@@ -4,6 +4,7 @@
 // TIDINGS_SECRET_KEY_PREVIOUS). A forged or expired token gets a 400 page.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
+import { prismaExecute, sql } from "../db/sql.ts";
 import type { AppContext } from "../http/context.ts";
 import { route } from "../http/route.ts";
 import { outboxKey, recordChange } from "../outbox/index.ts";
@@ -55,11 +56,13 @@ export const unsubscribeRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async 
     await prisma.$transaction(async (tx) => {
       // Only for a user who still exists (held until the commit): a link used after the user's
       // erasure writes nothing under the erased id. The page says the same either way.
-      const written = await tx.$executeRaw`
-        INSERT INTO subscription_assignments (workspace_id, subscription_group_id, profile_id, subscribed, updated_at)
+      const written = await prismaExecute(
+        tx,
+        sql`INSERT INTO subscription_assignments (workspace_id, subscription_group_id, profile_id, subscribed, updated_at)
         SELECT workspace_id, ${v.group.id}::uuid, profile_id, false, now() FROM profiles
         WHERE workspace_id = ${workspaceId}::uuid AND profile_id = ${userId} FOR KEY SHARE
-        ON CONFLICT (workspace_id, subscription_group_id, profile_id) DO UPDATE SET subscribed = false, updated_at = now()`;
+        ON CONFLICT (workspace_id, subscription_group_id, profile_id) DO UPDATE SET subscribed = false, updated_at = now()`,
+      );
       if (written > 0) await recordChange(tx, workspaceId, [userId], [outboxKey.group(v.group.id)]);
     });
     reply.type("text/html; charset=utf-8");

@@ -9,6 +9,7 @@
 // Keys say what changed, typed here and nowhere else: a segment's dependencies
 // (segments/engine/compile.ts) are keys of the same kinds.
 import type pg from "pg";
+import { prismaExecute, sql } from "../db/sql.ts";
 import type { Tx } from "../db/upsert.ts";
 
 /** Channel the outbox notifies on commit (payload: the workspace id). */
@@ -26,8 +27,8 @@ export const OUTBOX_CHANNEL = "tidings_segment_changes";
 export const DEPENDENTS_LOCK_SPACE = 0x74646470; // "tddp"
 
 /** Call in the transaction that changes who depends on the workspace's changes. */
-export async function lockDependents(tx: Pick<Tx, "$executeRaw">, workspaceId: string) {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${DEPENDENTS_LOCK_SPACE}::int, hashtext(${workspaceId}))`;
+export async function lockDependents(tx: Pick<Tx, "$executeRawUnsafe" | "$queryRawUnsafe">, workspaceId: string) {
+  await prismaExecute(tx, sql`SELECT pg_advisory_xact_lock(${DEPENDENTS_LOCK_SPACE}::int, hashtext(${workspaceId}))`);
 }
 
 /** What a change touched. */
@@ -67,8 +68,16 @@ export type OutboxHandOff = (db: pg.PoolClient, workspaceId: string, rows: Outbo
  * Records that `ids` (user ids or linked ids) changed in the ways `keys` name. Call it inside
  * the transaction of the change.
  */
-export async function recordChange(tx: Pick<Tx, "$executeRaw">, workspaceId: string, ids: string[], keys: string[]) {
+export async function recordChange(
+  tx: Pick<Tx, "$executeRawUnsafe" | "$queryRawUnsafe">,
+  workspaceId: string,
+  ids: string[],
+  keys: string[],
+) {
   if (ids.length === 0) return;
-  await tx.$executeRaw`INSERT INTO segment_outbox (workspace_id, ids, keys) VALUES (${workspaceId}::uuid, ${ids}::text[], ${keys}::text[])`;
-  await tx.$executeRaw`SELECT pg_notify(${OUTBOX_CHANNEL}, ${workspaceId})`;
+  await prismaExecute(
+    tx,
+    sql`INSERT INTO segment_outbox (workspace_id, ids, keys) VALUES (${workspaceId}::uuid, ${ids}::text[], ${keys}::text[])`,
+  );
+  await prismaExecute(tx, sql`SELECT pg_notify(${OUTBOX_CHANNEL}, ${workspaceId})`);
 }

@@ -3,6 +3,7 @@
 // time, returning where the next slice resumes.
 import type pg from "pg";
 import type { RetentionPolicy } from "../config.ts";
+import { empty, type Param, param, type Sql, sql } from "../db/sql.ts";
 
 /** What retention removes: events, segment membership history, deliveries' rendered messages. */
 export type PruneKind = "events" | "membership_changes" | "delivery_bodies";
@@ -18,7 +19,7 @@ export interface PruneCursor {
 const DAY_MS = 86_400_000;
 
 /**
- * One batch: at most $3 rows of workspace $1 older than $2, locked with SKIP LOCKED so two
+ * One batch: at most `size` rows of workspace `ws` older than `cutoff`, locked with SKIP LOCKED so two
  * pruners (or a sender holding a delivery) never wait for each other, then deleted or cleared
  * by primary key. The selection is a MATERIALIZED CTE: as a subquery joined to the table, the
  * planner may rescan it per row, and each rescan (skipping the rows this statement already
@@ -28,27 +29,27 @@ const DAY_MS = 86_400_000;
  * has not drained yet (its outbox row, written in the same transaction, is at least as old as
  * its received_at) or that a journey signal names (the runtime reads it to start a run).
  */
-const BATCH: Record<PruneKind, string> = {
-  events: `WITH old AS MATERIALIZED (
+const BATCH: Record<PruneKind, (ws: Param, cutoff: Date, size: number) => Sql> = {
+  events: (ws, cutoff, size) => sql`WITH old AS MATERIALIZED (
       SELECT o.message_id FROM events o
-      WHERE o.workspace_id = $1 AND o.event_time < $2
-        AND o.received_at < coalesce((SELECT min(created_at) FROM segment_outbox WHERE workspace_id = $1), 'infinity')
-        AND NOT EXISTS (SELECT 1 FROM journey_signals s WHERE s.workspace_id = $1 AND s.message_id = o.message_id)
-      LIMIT $3 FOR UPDATE OF o SKIP LOCKED)
-    DELETE FROM events e USING old WHERE e.workspace_id = $1 AND e.message_id = old.message_id`,
-  membership_changes: `WITH old AS MATERIALIZED (
-      SELECT id FROM segment_membership_changes WHERE workspace_id = $1 AND at < $2
-      LIMIT $3 FOR UPDATE SKIP LOCKED)
-    DELETE FROM segment_membership_changes c USING old WHERE c.workspace_id = $1 AND c.id = old.id`,
+      WHERE o.workspace_id = ${ws} AND o.event_time < ${cutoff}
+        AND o.received_at < coalesce((SELECT min(created_at) FROM segment_outbox WHERE workspace_id = ${ws}), 'infinity')
+        AND NOT EXISTS (SELECT 1 FROM journey_signals s WHERE s.workspace_id = ${ws} AND s.message_id = o.message_id)
+      LIMIT ${size} FOR UPDATE OF o SKIP LOCKED)
+    DELETE FROM events e USING old WHERE e.workspace_id = ${ws} AND e.message_id = old.message_id`,
+  membership_changes: (ws, cutoff, size) => sql`WITH old AS MATERIALIZED (
+      SELECT id FROM segment_membership_changes WHERE workspace_id = ${ws} AND at < ${cutoff}
+      LIMIT ${size} FOR UPDATE SKIP LOCKED)
+    DELETE FROM segment_membership_changes c USING old WHERE c.workspace_id = ${ws} AND c.id = old.id`,
   // Settled deliveries only: a queued one still needs its context to be rendered. The row stays:
   // it is the send's record (status, reason, contact) and what keeps a user from being sent the
   // same broadcast or journey step twice.
-  delivery_bodies: `WITH old AS MATERIALIZED (
+  delivery_bodies: (ws, cutoff, size) => sql`WITH old AS MATERIALIZED (
       SELECT id FROM deliveries
-      WHERE workspace_id = $1 AND created_at < $2 AND (rendered IS NOT NULL OR context IS NOT NULL)
+      WHERE workspace_id = ${ws} AND created_at < ${cutoff} AND (rendered IS NOT NULL OR context IS NOT NULL)
         AND status IN ('Sent', 'Failed', 'Skipped')
-      LIMIT $3 FOR UPDATE SKIP LOCKED)
-    UPDATE deliveries d SET rendered = NULL, context = NULL FROM old WHERE d.workspace_id = $1 AND d.id = old.id`,
+      LIMIT ${size} FOR UPDATE SKIP LOCKED)
+    UPDATE deliveries d SET rendered = NULL, context = NULL FROM old WHERE d.workspace_id = ${ws} AND d.id = old.id`,
 };
 
 /** The age beyond which `kind` is pruned, or null when its retention is off. */
@@ -92,13 +93,12 @@ export async function pruneSlice(pool: pg.Pool, o: SliceOptions, cursor: PruneCu
     const cutoff = new Date(o.now - retentionDays(o.policy, kind)! * DAY_MS);
     for (;;) {
       const { rows } = await pool.query<{ id: string }>(
-        from === null ? "SELECT id FROM workspaces ORDER BY id LIMIT $1" : "SELECT id FROM workspaces WHERE id >= $2 ORDER BY id LIMIT $1",
-        from === null ? [WORKSPACE_PAGE] : [WORKSPACE_PAGE, from],
+        sql`SELECT id FROM workspaces ${from === null ? empty : sql`WHERE id >= ${from} `}ORDER BY id LIMIT ${WORKSPACE_PAGE}`,
       );
       for (const { id } of rows) {
         for (;;) {
           if (spent()) return { kind, from: id };
-          const { rowCount } = await pool.query(BATCH[kind], [id, cutoff, o.batchSize]);
+          const { rowCount } = await pool.query(BATCH[kind](param(id), cutoff, o.batchSize));
           statements++;
           const n = rowCount ?? 0;
           if (n > 0) o.onPruned?.(kind, n);

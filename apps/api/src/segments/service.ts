@@ -8,9 +8,10 @@ import {
   type UpsertSegmentRequestBody,
 } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
+import { prismaExecute, sql } from "../db/sql.ts";
 import { deleteUnlessHeld, lockTargets, setHolds, type Target } from "../db/references.ts";
 import { sameJson, type Tx, upsert } from "../db/upsert.ts";
-import { Prisma, type Segment } from "../generated/prisma/client.ts";
+import type { Prisma, Segment } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import { lockDependents } from "../outbox/index.ts";
@@ -110,7 +111,7 @@ export async function upsertSegment(prisma: PrismaClient, workspaceId: string, b
     table: "segments",
     workspaceId,
     id: body.id,
-    key: Prisma.sql`name = ${body.name}`,
+    key: sql`name = ${body.name}`,
     read: (tx, id) => tx.segment.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
     toCreate: () => ({
       name: body.name,
@@ -155,7 +156,10 @@ export async function upsertSegment(prisma: PrismaClient, workspaceId: string, b
         // What the segment depends on is known from now on, by every ingestion commit (src/outbox).
         await lockDependents(tx, workspaceId);
         const keys = segmentDependencies(definitionOf(row));
-        await tx.$executeRaw`UPDATE segments SET depends_on = ${keys}::text[] WHERE workspace_id = ${workspaceId}::uuid AND id = ${row.id}::uuid`;
+        await prismaExecute(
+          tx,
+          sql`UPDATE segments SET depends_on = ${keys}::text[] WHERE workspace_id = ${workspaceId}::uuid AND id = ${row.id}::uuid`,
+        );
       }
       if (write.existing === null || write.update.definition !== undefined || write.update.subscriptionGroupId !== undefined) {
         await holdGroups(tx, workspaceId, row);

@@ -2,6 +2,7 @@
 // (subscribed for OptOut, not subscribed for OptIn).
 import type { SubscriptionAssignmentListQuery, SubscriptionAssignmentsRequestBody, SubscriptionAssignmentsResponse } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
+import { prismaExecute, sql } from "../db/sql.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { outboxKey, recordChange } from "../outbox/index.ts";
@@ -25,12 +26,15 @@ export async function assignSubscriptions(
   if (profileIds.length > 0) {
     const flags = [...subscribe.map(() => true), ...unsubscribe.map(() => false)];
     await prisma.$transaction(async (tx) => {
-      await tx.$executeRaw`
+      await prismaExecute(
+        tx,
+        sql`
         INSERT INTO subscription_assignments (workspace_id, subscription_group_id, profile_id, subscribed, updated_at)
         SELECT ${workspaceId}::uuid, ${groupId}::uuid, t.profile_id, t.subscribed, now()
         FROM unnest(${profileIds}::text[], ${flags}::boolean[]) AS t(profile_id, subscribed)
         ON CONFLICT (workspace_id, subscription_group_id, profile_id)
-        DO UPDATE SET subscribed = EXCLUDED.subscribed, updated_at = EXCLUDED.updated_at`;
+        DO UPDATE SET subscribed = EXCLUDED.subscribed, updated_at = EXCLUDED.updated_at`,
+      );
       await recordChange(tx, workspaceId, profileIds, [outboxKey.group(groupId)]);
     });
   }

@@ -3,7 +3,8 @@ import type { SubscriptionGroupListQuery, SubscriptionGroupResource, UpsertSubsc
 import type { PrismaClient } from "../db/client.ts";
 import { assertNotHeld, deleteUnlessHeld } from "../db/references.ts";
 import { upsert } from "../db/upsert.ts";
-import { Prisma, type SubscriptionGroup } from "../generated/prisma/client.ts";
+import type { Prisma, SubscriptionGroup } from "../generated/prisma/client.ts";
+import { sql } from "../db/sql.ts";
 import { ApiError, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 
@@ -45,7 +46,7 @@ export async function upsertSubscriptionGroup(
     table: "subscription_groups",
     workspaceId,
     id: body.id,
-    key: Prisma.sql`name = ${body.name}`,
+    key: sql`name = ${body.name}`,
     read: (tx, id) => tx.subscriptionGroup.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
     toCreate: () => fields,
     changes: (existing) => {

@@ -9,8 +9,9 @@ import type {
 } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import { assertNotHeld, deleteUnlessHeld } from "../db/references.ts";
+import { sql } from "../db/sql.ts";
 import { jsonColumn, sameJson, upsert } from "../db/upsert.ts";
-import { Prisma, type MessageTemplate } from "../generated/prisma/client.ts";
+import type { MessageTemplate, Prisma } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
 import type { RenderPool } from "./render-pool.ts";
@@ -77,7 +78,7 @@ export async function upsertTemplate(
     table: "message_templates",
     workspaceId,
     id: body.id,
-    key: Prisma.sql`name = ${body.name}`,
+    key: sql`name = ${body.name}`,
     read: (tx, id) => tx.messageTemplate.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
     toCreate: () => ({ name: body.name, definition: body.definition ?? null, draft: body.draft ?? null }),
     changes: (existing) => {

@@ -2,6 +2,7 @@
 import { userRuns } from "../journeys/runs.ts";
 import type { EventListQuery, EventRecord, EventType, UserListQuery, UserResource } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
+import { prismaExecute, sql } from "../db/sql.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { badRequest, notFound } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
@@ -150,11 +151,14 @@ export async function deleteUser(prisma: PrismaClient, workspaceId: string, user
   await prisma.$transaction(async (tx) => {
     const gone = await tx.profile.deleteMany({ where: { workspaceId, profileId } });
     if (gone.count === 0) throw notFound(`User ${JSON.stringify(userId)}`);
-    await tx.$executeRaw`WITH left_ AS (
+    await prismaExecute(
+      tx,
+      sql`WITH left_ AS (
         DELETE FROM segment_memberships WHERE workspace_id = ${workspaceId}::uuid AND profile_id = ${profileId} RETURNING segment_id)
       UPDATE segments s SET member_count = s.member_count - n.count
       FROM (SELECT segment_id, count(*)::int AS count FROM left_ GROUP BY segment_id) n
-      WHERE s.workspace_id = ${workspaceId}::uuid AND s.id = n.segment_id`;
+      WHERE s.workspace_id = ${workspaceId}::uuid AND s.id = n.segment_id`,
+    );
     await tx.segmentMembershipChange.deleteMany({ where: { workspaceId, profileId } });
     await tx.segmentTimer.deleteMany({ where: { workspaceId, profileId } });
     await tx.segmentManualMember.deleteMany({ where: { workspaceId, profileId } });
@@ -164,14 +168,20 @@ export async function deleteUser(prisma: PrismaClient, workspaceId: string, user
     await tx.profileAlias.deleteMany({ where: { workspaceId, profileId } });
     // Deliveries stay counted in their broadcasts, without anything that names the person.
     // A failure's reason may quote the contact point (a push token, an address): blanked too.
-    await tx.$executeRaw`UPDATE deliveries SET user_id = 'erased:' || id, contact = NULL, rendered = NULL,
+    await prismaExecute(
+      tx,
+      sql`UPDATE deliveries SET user_id = 'erased:' || id, contact = NULL, rendered = NULL,
         reason = CASE WHEN contact IS NULL OR contact = '' THEN reason ELSE replace(reason, contact, '[erased]') END, updated_at = now()
-      WHERE workspace_id = ${workspaceId}::uuid AND user_id = ${profileId}`;
+      WHERE workspace_id = ${workspaceId}::uuid AND user_id = ${profileId}`,
+    );
     // Journey runs likewise: counted in their journey's stats, nameless, and ended.
-    await tx.$executeRaw`UPDATE journey_runs SET user_id = 'erased:' || id, event = NULL, updated_at = now(),
+    await prismaExecute(
+      tx,
+      sql`UPDATE journey_runs SET user_id = 'erased:' || id, event = NULL, updated_at = now(),
         status = CASE WHEN status = 'Active' THEN 'Ended'::"JourneyRunStatus" ELSE status END,
         ended_at = coalesce(ended_at, now()), due_at = NULL
-      WHERE workspace_id = ${workspaceId}::uuid AND user_id = ${profileId}`;
+      WHERE workspace_id = ${workspaceId}::uuid AND user_id = ${profileId}`,
+    );
     await tx.journeySignal.deleteMany({ where: { workspaceId, userId: profileId } });
   });
 }

@@ -2,6 +2,7 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
+import { prismaExecute } from "../../src/db/sql.ts";
 import { PrismaClient } from "../../src/generated/prisma/client.ts";
 import { addJobQuery } from "../../src/jobs/index.ts";
 import { createTestDatabase } from "../support/app.ts";
@@ -74,13 +75,11 @@ describe("enqueueing inside the caller's transaction", () => {
     await client.connect();
     try {
       await client.query("BEGIN");
-      const rolledBack = addJobQuery("tx_probe", { n: 1 });
-      await client.query(rolledBack.text, rolledBack.values);
+      await client.query(addJobQuery("tx_probe", { n: 1 }));
       await client.query("ROLLBACK");
 
       await client.query("BEGIN");
-      const committed = addJobQuery("tx_probe", { n: 2 });
-      await client.query(committed.text, committed.values);
+      await client.query(addJobQuery("tx_probe", { n: 2 }));
       // Not visible to workers before the commit.
       await sleep(POLL_MS * 4);
       expect(ran).not.toContain(2);
@@ -94,20 +93,18 @@ describe("enqueueing inside the caller's transaction", () => {
     expect(ran).not.toContain(1);
   });
 
-  it("with Prisma ($executeRawUnsafe in $transaction)", async () => {
+  it("with Prisma (prismaExecute in $transaction)", async () => {
     const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
     try {
       await expect(
         prisma.$transaction(async (tx) => {
-          const q = addJobQuery("tx_probe", { n: 3 });
-          await tx.$executeRawUnsafe(q.text, ...q.values);
+          await prismaExecute(tx, addJobQuery("tx_probe", { n: 3 }));
           throw new Error("roll back");
         }),
       ).rejects.toThrow("roll back");
       await prisma.$transaction(async (tx) => {
-        const q = addJobQuery("tx_probe", { n: 4 }, { runAt: new Date(Date.now() - 1000), maxAttempts: 3 });
-        await tx.$executeRawUnsafe(q.text, ...q.values);
+        await prismaExecute(tx, addJobQuery("tx_probe", { n: 4 }, { runAt: new Date(Date.now() - 1000), maxAttempts: 3 }));
       });
       await waitFor("the committed job to run", () => ran.includes(4));
       await waitFor("no job left", async () => (await jobRows(jobs, "tx_probe")).length === 0);

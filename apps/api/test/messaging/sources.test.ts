@@ -61,8 +61,8 @@ async function journeyWorld(status: "Running" | "Paused") {
             node: { id: nodeId, type: "MessageNode", channel: "Webhook", templateId: template.id, child: "ExitNode" },
           },
         ]);
-        const inserted = (await client.query(insert!.text, insert!.values)).rowCount;
-        for (const q of wake) await client.query(q.text, q.values);
+        const inserted = (await client.query(insert!)).rowCount;
+        for (const q of wake) await client.query(q);
         return inserted;
       });
     } finally {

@@ -374,7 +374,7 @@ describe("two workspaces with the same ids", () => {
     const client = await t.ctx.db.pool.connect();
     try {
       await client.query("BEGIN");
-      for (const ws of [a, b]) for (const q of t.ctx.sends.wakeQueries("journey", ws.id, id, false)) await client.query(q.text, q.values);
+      for (const ws of [a, b]) for (const q of t.ctx.sends.wakeQueries("journey", ws.id, id, false)) await client.query(q);
       const { rows } = await client.query(
         "SELECT count(DISTINCT key)::int AS n FROM graphile_worker.jobs WHERE key LIKE '%' || $1 || '%'",
         [id],

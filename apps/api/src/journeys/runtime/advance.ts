@@ -5,6 +5,7 @@
 // its row stays locked until the commit that records where it went.
 import { EXIT_NODE_ID, type JourneyBodyNode, type JourneyDefinition } from "@tidings/schema";
 import type pg from "pg";
+import { param, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import { membersNow } from "../../segments/engine/evaluate.ts";
 import { queueJourneyMessages } from "../delivery-source.ts";
@@ -54,10 +55,9 @@ export async function advanceBatch(
 ): Promise<number> {
   return inTransaction(db, async () => {
     const { rows } = await db.query<RunRow>(
-      `SELECT id, user_id, version, node_id, waiting, wait_until, event FROM journey_runs
-       WHERE workspace_id = $1 AND journey_id = $2 AND status = 'Active' AND due_at <= $3
-       ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED`,
-      [workspaceId, journey.id, now, limit],
+      sql`SELECT id, user_id, version, node_id, waiting, wait_until, event FROM journey_runs
+       WHERE workspace_id = ${workspaceId} AND journey_id = ${journey.id} AND status = 'Active' AND due_at <= ${now}
+       ORDER BY due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
     );
     if (rows.length === 0) return 0;
     const ctx: StepContext = { db, workspaceId, journeyId: journey.id, now, messages: [], lateness: deps.lateness };
@@ -142,33 +142,25 @@ async function write(
   reached: Map<string, { version: number; nodeId: string; n: number }>,
 ) {
   const { db, workspaceId, journeyId, now } = ctx;
+  const at = param(now);
   await db.query(
-    `UPDATE journey_runs r SET node_id = u.node_id, waiting = u.waiting, wait_until = u.wait_until, due_at = u.due_at,
-       status = u.status::"JourneyRunStatus", ended_at = CASE WHEN u.status = 'Active' THEN NULL ELSE $2::timestamptz END, updated_at = $2
-     FROM unnest($3::uuid[], $4::text[], $5::bool[], $6::timestamptz[], $7::timestamptz[], $8::text[])
+    sql`UPDATE journey_runs r SET node_id = u.node_id, waiting = u.waiting, wait_until = u.wait_until, due_at = u.due_at,
+       status = u.status::"JourneyRunStatus", ended_at = CASE WHEN u.status = 'Active' THEN NULL ELSE ${at}::timestamptz END, updated_at = ${at}
+     FROM unnest(${finals.map((f) => f.run.id)}::uuid[], ${finals.map((f) => f.run.nodeId)}::text[], ${finals.map((f) => f.run.waiting)}::bool[],
+       ${finals.map((f) => f.run.waitUntil)}::timestamptz[], ${finals.map((f) => f.dueAt)}::timestamptz[], ${finals.map((f) => f.status)}::text[])
        AS u(id, node_id, waiting, wait_until, due_at, status)
-     WHERE r.workspace_id = $1 AND r.id = u.id`,
-    [
-      workspaceId,
-      now,
-      finals.map((f) => f.run.id),
-      finals.map((f) => f.run.nodeId),
-      finals.map((f) => f.run.waiting),
-      finals.map((f) => f.run.waitUntil),
-      finals.map((f) => f.dueAt),
-      finals.map((f) => f.status),
-    ],
+     WHERE r.workspace_id = ${workspaceId} AND r.id = u.id`,
   );
   if (ctx.messages.length > 0) {
-    for (const q of queueJourneyMessages(deps.sends, workspaceId, journeyId, ctx.messages)) await db.query(q.text, q.values);
+    for (const q of queueJourneyMessages(deps.sends, workspaceId, journeyId, ctx.messages)) await db.query(q);
   }
   if (reached.size > 0) {
     const counts = [...reached.values()];
     await db.query(
-      `INSERT INTO journey_node_counts (workspace_id, journey_id, version, node_id, reached)
-       SELECT $1, $2, u.version, u.node_id, u.n FROM unnest($3::int[], $4::text[], $5::int8[]) AS u(version, node_id, n)
+      sql`INSERT INTO journey_node_counts (workspace_id, journey_id, version, node_id, reached)
+       SELECT ${workspaceId}, ${journeyId}, u.version, u.node_id, u.n
+       FROM unnest(${counts.map((c) => c.version)}::int[], ${counts.map((c) => c.nodeId)}::text[], ${counts.map((c) => c.n)}::int8[]) AS u(version, node_id, n)
        ON CONFLICT (workspace_id, journey_id, version, node_id) DO UPDATE SET reached = journey_node_counts.reached + EXCLUDED.reached`,
-      [workspaceId, journeyId, counts.map((c) => c.version), counts.map((c) => c.nodeId), counts.map((c) => c.n)],
     );
   }
 }

@@ -5,6 +5,7 @@
 // that drains them. The runtime takes signals by deleting them (FOR UPDATE SKIP LOCKED), so no
 // signal is read twice or skipped, whatever order the commits happened in.
 import type pg from "pg";
+import { empty, limit, param, type Sql, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { OutboxRow } from "../../outbox/index.ts";
 import { outboxKey } from "../../outbox/index.ts";
@@ -15,29 +16,41 @@ const SIGNAL_BATCH = 5000;
 /** Two-key advisory lock space of a workspace's entries (the second key is hashtext(workspace id)). */
 const ENTRY_LOCK_SPACE = 0x74646a65; // "tdje"
 
+/** The inputs of an entry into a journey, each one parameter wherever a statement uses it. */
+const entryInputs = (workspaceId: string, j: LiveJourney, now: Date) => ({
+  workspace: param(workspaceId),
+  journey: param(j.id),
+  version: param(j.version),
+  node: param(j.definition.entryNode.child),
+  now: param(now),
+});
+type EntryInputs = ReturnType<typeof entryInputs>;
+
 /**
- * The statement that starts runs for the users `source` selects (columns user_id, event; its
- * parameters from $6 on): at the entry's first node, due at once. A user with an active run of the
+ * The statement that starts runs for the users `source` selects (columns user_id, event; it may
+ * use the entry's inputs): at the entry's first node, due at once. A user with an active run of the
  * journey (the partial unique index: ON CONFLICT), or with any run when `anyRun` blocks (a journey
  * that cannot run twice for a user), is left out. The NOT EXISTS is a lookup by (workspace,
  * journey, user) on its index whatever the planner thinks of the source's size.
  */
-function startRuns(source: string, anyRun: boolean) {
-  return `INSERT INTO journey_runs (workspace_id, id, journey_id, version, user_id, node_id, waiting, due_at, event, entered_at, updated_at)
-    SELECT $1, gen_random_uuid(), $2, $3, s.user_id, $4, false, $5, s.event, $5, $5
+function startRuns(inputs: EntryInputs, source: Sql, anyRun: boolean): Sql {
+  const { workspace, journey, version, node, now } = inputs;
+  return sql`INSERT INTO journey_runs (workspace_id, id, journey_id, version, user_id, node_id, waiting, due_at, event, entered_at, updated_at)
+    SELECT ${workspace}, gen_random_uuid(), ${journey}, ${version}, s.user_id, ${node}, false, ${now}, s.event, ${now}, ${now}
     FROM (${source}) s
-    ${anyRun ? "WHERE NOT EXISTS (SELECT 1 FROM journey_runs r WHERE r.workspace_id = $1 AND r.journey_id = $2 AND r.user_id = s.user_id)" : ""}
+    ${anyRun ? sql`WHERE NOT EXISTS (SELECT 1 FROM journey_runs r WHERE r.workspace_id = ${workspace} AND r.journey_id = ${journey} AND r.user_id = s.user_id)` : empty}
     ON CONFLICT DO NOTHING`;
 }
 
-const entryParams = (workspaceId: string, j: LiveJourney, now: Date) => [workspaceId, j.id, j.version, j.definition.entryNode.child, now];
+/** A source of `startRuns`: these users, without an event. */
+const usersSource = (users: string[]) => sql`SELECT unnest(${users}::text[]) AS user_id, NULL::jsonb AS event`;
 
 /** Members entered per statement when a journey starts: the first runs advance while the rest enter. */
 const MEMBER_CHUNK = 5000;
 
 /** Serializes a workspace's entries (for "at most one run ever"); call inside the transaction. */
 const lockEntries = (db: pg.PoolClient, workspaceId: string) =>
-  db.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [ENTRY_LOCK_SPACE, workspaceId]);
+  db.query(sql`SELECT pg_advisory_xact_lock(${ENTRY_LOCK_SPACE}, hashtext(${workspaceId}))`);
 
 /**
  * Starts runs for the current members of an EntryNode journey's segment (when it starts), a chunk
@@ -50,18 +63,14 @@ export async function enterMembers(db: pg.PoolClient, workspaceId: string, j: Li
   let after = "";
   for (;;) {
     const { rows } = await db.query<{ profile_id: string }>(
-      `SELECT profile_id FROM segment_memberships WHERE workspace_id = $1 AND segment_id = $2 AND profile_id > $3
-       ORDER BY profile_id LIMIT ${MEMBER_CHUNK}`,
-      [workspaceId, entry.segment, after],
+      sql`SELECT profile_id FROM segment_memberships WHERE workspace_id = ${workspaceId} AND segment_id = ${entry.segment} AND profile_id > ${after}
+       ORDER BY profile_id ${limit(MEMBER_CHUNK)}`,
     );
     if (rows.length === 0) return;
     const started = await inTransaction(db, async () => {
       await lockEntries(db, workspaceId);
       const users = rows.map((r) => r.profile_id);
-      const { rowCount } = await db.query(startRuns("SELECT unnest($6::text[]) AS user_id, NULL::jsonb AS event", true), [
-        ...entryParams(workspaceId, j, now),
-        users,
-      ]);
+      const { rowCount } = await db.query(startRuns(entryInputs(workspaceId, j, now), usersSource(users), true));
       return rowCount ?? 0;
     });
     if (started > 0) await entered();
@@ -83,11 +92,11 @@ export async function takeSignals(
   return inTransaction(db, async () => {
     // One taker per workspace at a time, so "at most one run ever" holds between two takers.
     await lockEntries(db, workspaceId);
+    const ws = param(workspaceId);
     const { rows } = await db.query<{ segment_id: string | null; message_id: string | null; user_id: string }>(
-      `DELETE FROM journey_signals WHERE workspace_id = $1 AND id IN (
-         SELECT id FROM journey_signals WHERE workspace_id = $1 ORDER BY id LIMIT ${SIGNAL_BATCH} FOR UPDATE SKIP LOCKED)
+      sql`DELETE FROM journey_signals WHERE workspace_id = ${ws} AND id IN (
+         SELECT id FROM journey_signals WHERE workspace_id = ${ws} ORDER BY id ${limit(SIGNAL_BATCH)} FOR UPDATE SKIP LOCKED)
        RETURNING segment_id, message_id, user_id`,
-      [workspaceId],
     );
     if (rows.length === 0) return 0;
     // Read after the signals: a signal is only written for a journey already running, so every
@@ -100,31 +109,29 @@ export async function takeSignals(
       if (entry.type === "EntryNode") {
         const users = [...new Set(entered.filter((r) => r.segment_id === entry.segment).map((r) => r.user_id))];
         if (users.length === 0) continue;
-        await db.query(startRuns("SELECT unnest($6::text[]) AS user_id, NULL::jsonb AS event", !j.canRunMultiple), [
-          ...entryParams(workspaceId, j, now),
-          users,
-        ]);
+        await db.query(startRuns(entryInputs(workspaceId, j, now), usersSource(users), !j.canRunMultiple));
       } else if (tracked.length > 0) {
         // The user's first such event of the batch starts the run; it is the run's `event`.
+        const inputs = entryInputs(workspaceId, j, now);
         await db.query(
           startRuns(
-            `SELECT DISTINCT ON (e.profile_id) e.profile_id AS user_id,
+            inputs,
+            sql`SELECT DISTINCT ON (e.profile_id) e.profile_id AS user_id,
               jsonb_build_object('event', e.event, 'messageId', e.message_id, 'userId', e.user_id, 'anonymousId', e.anonymous_id,
                 'properties', coalesce(e.payload -> 'properties', '{}'::jsonb), 'timestamp', e.event_time) AS event
-            FROM events_resolved e WHERE e.workspace_id = $1 AND e.message_id = ANY($6::text[]) AND e.event = $7
+            FROM events_resolved e WHERE e.workspace_id = ${inputs.workspace} AND e.message_id = ANY(${tracked}::text[]) AND e.event = ${entry.event}
             ORDER BY e.profile_id, e.event_time, e.message_id`,
             !j.canRunMultiple,
           ),
-          [...entryParams(workspaceId, j, now), tracked, entry.event],
         );
       }
     }
     const woken = [...new Set(entered.map((r) => r.user_id))];
     if (woken.length > 0) {
+      const at = param(now);
       await db.query(
-        `UPDATE journey_runs SET due_at = $2 WHERE workspace_id = $1 AND status = 'Active' AND waiting AND due_at > $2
-           AND user_id = ANY($3::text[])`,
-        [workspaceId, now, woken],
+        sql`UPDATE journey_runs SET due_at = ${at} WHERE workspace_id = ${ws} AND status = 'Active' AND waiting AND due_at > ${at}
+           AND user_id = ANY(${woken}::text[])`,
       );
     }
     return rows.length;
@@ -139,18 +146,17 @@ export async function recordEventEntries(db: pg.PoolClient, workspaceId: string,
   const messageIds = rows.flatMap((r) => r.track_ids);
   if (messageIds.length === 0) return 0;
   const { rows: entries } = await db.query<{ event: string }>(
-    `SELECT DISTINCT definition -> 'entryNode' ->> 'event' AS event FROM journeys
-     WHERE workspace_id = $1 AND status = 'Running' AND definition -> 'entryNode' ->> 'type' = 'EventEntryNode'`,
-    [workspaceId],
+    sql`SELECT DISTINCT definition -> 'entryNode' ->> 'event' AS event FROM journeys
+     WHERE workspace_id = ${workspaceId} AND status = 'Running' AND definition -> 'entryNode' ->> 'type' = 'EventEntryNode'`,
   );
   const keys = new Set(rows.flatMap((r) => r.keys));
   const events = entries.map((e) => e.event).filter((e) => keys.has(outboxKey.event(e)));
   if (events.length === 0) return 0;
+  const ws = param(workspaceId);
   const { rowCount } = await db.query(
-    `INSERT INTO journey_signals (workspace_id, message_id, user_id, at)
-     SELECT $1, e.message_id, e.profile_id, $4 FROM events_resolved e
-     WHERE e.workspace_id = $1 AND e.message_id = ANY($2::text[]) AND e.event = ANY($3::text[])`,
-    [workspaceId, messageIds, events, now],
+    sql`INSERT INTO journey_signals (workspace_id, message_id, user_id, at)
+     SELECT ${ws}, e.message_id, e.profile_id, ${now} FROM events_resolved e
+     WHERE e.workspace_id = ${ws} AND e.message_id = ANY(${messageIds}::text[]) AND e.event = ANY(${events}::text[])`,
   );
   return rowCount ?? 0;
 }

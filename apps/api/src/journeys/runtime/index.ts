@@ -11,7 +11,8 @@
 import { JourneyDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { CLEAR_FAILURE, DefinitionError, isDefinitionFault, markFailing } from "../../db/failing.ts";
-import { addJobQuery, type JobLayer, type SqlQuery } from "../../jobs/index.ts";
+import { param, raw, type Sql, sql } from "../../db/sql.ts";
+import { addJobQuery, type JobLayer } from "../../jobs/index.ts";
 import type { SendJobs } from "../../messaging/send-jobs.ts";
 import type { SegmentEngine } from "../../segments/engine/index.ts";
 import { type AdvanceDeps, advanceBatch, type LiveJourney } from "./advance.ts";
@@ -100,12 +101,12 @@ export class JourneyRuntime {
   }
 
   /** For the transaction that starts a journey: its current segment members enter once it commits. */
-  static startQueries(workspaceId: string, journeyId: string): SqlQuery[] {
+  static startQueries(workspaceId: string, journeyId: string): Sql[] {
     return [addJobQuery(ENTER, { workspaceId, journeyId })];
   }
 
   /** For a transaction that makes runs due (resume): the workspace is advanced once it commits. */
-  static wakeQueries(workspaceId: string): SqlQuery[] {
+  static wakeQueries(workspaceId: string): Sql[] {
     return [addJobQuery(ADVANCE, { workspaceId }, { key: `journeys:${workspaceId}` })];
   }
 
@@ -118,7 +119,7 @@ export class JourneyRuntime {
       while (await this.advance(workspaceId, undefined, true)) {}
       // Runs another worker holds (SKIP LOCKED passed them by) are waited for.
       const next = await this.nextDue(this.o.pool, workspaceId);
-      const { rows } = await this.o.pool.query("SELECT 1 FROM journey_signals WHERE workspace_id = $1 LIMIT 1", [workspaceId]);
+      const { rows } = await this.o.pool.query(sql`SELECT 1 FROM journey_signals WHERE workspace_id = ${workspaceId} LIMIT 1`);
       if (rows.length === 0 && (next === null || next > this.o.clock())) return;
       await sleep(20);
     }
@@ -152,7 +153,7 @@ export class JourneyRuntime {
               }
             }
             if (j.failing)
-              await this.o.pool.query(`UPDATE journeys SET ${CLEAR_FAILURE} WHERE workspace_id = $1 AND id = $2`, [workspaceId, j.id]);
+              await this.o.pool.query(sql`UPDATE journeys SET ${raw(CLEAR_FAILURE)} WHERE workspace_id = ${workspaceId} AND id = ${j.id}`);
           } catch (err) {
             // A journey whose runs cannot be advanced as defined is set aside; the others go on.
             if (!isDefinitionFault(err)) throw err;
@@ -189,10 +190,9 @@ export class JourneyRuntime {
    */
   private async running(workspaceId: string, db: Pick<pg.Pool, "query"> = this.o.pool, advancing = false): Promise<LiveJourney[]> {
     const { rows } = await db.query<JourneyRow>(
-      `SELECT id, created_at, version, can_run_multiple, exit_segment_id, definition, evaluation_error IS NOT NULL AS failing FROM journeys
-       WHERE workspace_id = $1 AND status = 'Running' AND definition IS NOT NULL AND version > 0
-         AND (NOT $2::boolean OR evaluation_retry_at IS NULL OR evaluation_retry_at <= $3)`,
-      [workspaceId, advancing, this.now()],
+      sql`SELECT id, created_at, version, can_run_multiple, exit_segment_id, definition, evaluation_error IS NOT NULL AS failing FROM journeys
+       WHERE workspace_id = ${workspaceId} AND status = 'Running' AND definition IS NOT NULL AND version > 0
+         AND (NOT ${advancing}::boolean OR evaluation_retry_at IS NULL OR evaluation_retry_at <= ${this.now()})`,
     );
     return rows.map(toLive);
   }
@@ -203,8 +203,7 @@ export class JourneyRuntime {
     const cached = this.versions.get(key);
     if (cached) return cached;
     const { rows } = await db.query<{ definition: unknown }>(
-      "SELECT definition FROM journey_versions WHERE workspace_id = $1 AND journey_id = $2 AND version = $3",
-      [workspaceId, journey.id, version],
+      sql`SELECT definition FROM journey_versions WHERE workspace_id = ${workspaceId} AND journey_id = ${journey.id} AND version = ${version}`,
     );
     if (rows.length === 0) return null;
     const parsed = JourneyDefinition.safeParse(rows[0]!.definition);
@@ -217,24 +216,23 @@ export class JourneyRuntime {
   /** When the workspace's next run of a running journey falls due (ms), or null. */
   private async nextDue(db: Pick<pg.Pool, "query">, workspaceId: string): Promise<number | null> {
     const { rows } = await db.query<{ at: Date | null }>(
-      `SELECT min(r.due_at) AS at FROM journeys j
+      sql`SELECT min(r.due_at) AS at FROM journeys j
        CROSS JOIN LATERAL (SELECT due_at FROM journey_runs r WHERE r.workspace_id = j.workspace_id AND r.journey_id = j.id
          AND r.status = 'Active' AND r.due_at IS NOT NULL ORDER BY r.due_at LIMIT 1) r
-       WHERE j.workspace_id = $1 AND j.status = 'Running' AND (j.evaluation_retry_at IS NULL OR j.evaluation_retry_at <= $2)`,
-      [workspaceId, this.now()],
+       WHERE j.workspace_id = ${workspaceId} AND j.status = 'Running' AND (j.evaluation_retry_at IS NULL OR j.evaluation_retry_at <= ${this.now()})`,
     );
     return rows[0]?.at ? rows[0].at.getTime() : null;
   }
 
   private async workspacesWithWork(): Promise<string[]> {
+    const horizon = param(new Date(this.o.clock() + HORIZON_MS));
     const { rows } = await this.o.pool.query<{ workspace_id: string }>(
-      `SELECT DISTINCT workspace_id FROM journey_signals
+      sql`SELECT DISTINCT workspace_id FROM journey_signals
        UNION
        SELECT j.workspace_id FROM journeys j WHERE j.status = 'Running'
-         AND (j.evaluation_retry_at IS NULL OR j.evaluation_retry_at <= $1) AND EXISTS (
+         AND (j.evaluation_retry_at IS NULL OR j.evaluation_retry_at <= ${horizon}) AND EXISTS (
          SELECT 1 FROM journey_runs r WHERE r.workspace_id = j.workspace_id AND r.journey_id = j.id
-           AND r.status = 'Active' AND r.due_at <= $1)`,
-      [new Date(this.o.clock() + HORIZON_MS)],
+           AND r.status = 'Active' AND r.due_at <= ${horizon})`,
     );
     return rows.map((r) => r.workspace_id);
   }

@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import type { DelayVariant, JourneyBodyNode } from "@tidings/schema";
 import type pg from "pg";
+import { sql } from "../../db/sql.ts";
 import { membersNow } from "../../segments/engine/evaluate.ts";
 
 /** A run as the runtime holds it while advancing it. */
@@ -58,24 +59,19 @@ function timerOutcome(ctx: StepContext, run: RunState, then: string): Outcome {
 async function delayEnds(ctx: StepContext, variant: DelayVariant, runs: RunState[]): Promise<(Date | null)[]> {
   if (variant.type === "Second") return runs.map(() => new Date(ctx.now.getTime() + variant.seconds * 1000));
   const users = runs.map((r) => r.userId);
-  const text =
+  const statement =
     variant.type === "LocalTime"
-      ? `SELECT u.ord, (CASE WHEN c.at > n.local_now THEN c.at ELSE c.at + interval '1 day' END) AT TIME ZONE t.tz AS due
-         FROM unnest($2::text[]) WITH ORDINALITY u(id, ord)
-         LEFT JOIN profiles p ON p.workspace_id = $1 AND p.profile_id = u.id
+      ? sql`SELECT u.ord, (CASE WHEN c.at > n.local_now THEN c.at ELSE c.at + interval '1 day' END) AT TIME ZONE t.tz AS due
+         FROM unnest(${users}::text[]) WITH ORDINALITY u(id, ord)
+         LEFT JOIN profiles p ON p.workspace_id = ${ctx.workspaceId} AND p.profile_id = u.id
          LEFT JOIN (SELECT name FROM pg_timezone_names) z ON z.name = p.traits ->> 'timezone'
          CROSS JOIN LATERAL (SELECT coalesce(z.name, 'UTC') AS tz) t
-         CROSS JOIN LATERAL (SELECT $3::timestamptz AT TIME ZONE t.tz AS local_now) n
-         CROSS JOIN LATERAL (SELECT date_trunc('day', n.local_now) + make_interval(hours => $4::int, mins => $5::int) AS at) c`
-      : `SELECT u.ord, tidings_instant(p.traits #> $4::text[]) + $5::float8 * interval '1 second' AS due
-         FROM unnest($2::text[]) WITH ORDINALITY u(id, ord)
-         LEFT JOIN profiles p ON p.workspace_id = $1 AND p.profile_id = u.id
-         WHERE $3::timestamptz IS NOT NULL`;
-  const values =
-    variant.type === "LocalTime"
-      ? [ctx.workspaceId, users, ctx.now, variant.hour, variant.minute]
-      : [ctx.workspaceId, users, ctx.now, variant.userProperty.split("."), variant.offsetSeconds];
-  const { rows } = await ctx.db.query<{ ord: string; due: Date | null }>(text, values);
+         CROSS JOIN LATERAL (SELECT ${ctx.now}::timestamptz AT TIME ZONE t.tz AS local_now) n
+         CROSS JOIN LATERAL (SELECT date_trunc('day', n.local_now) + make_interval(hours => ${variant.hour}::int, mins => ${variant.minute}::int) AS at) c`
+      : sql`SELECT u.ord, tidings_instant(p.traits #> ${variant.userProperty.split(".")}::text[]) + ${variant.offsetSeconds}::float8 * interval '1 second' AS due
+         FROM unnest(${users}::text[]) WITH ORDINALITY u(id, ord)
+         LEFT JOIN profiles p ON p.workspace_id = ${ctx.workspaceId} AND p.profile_id = u.id`;
+  const { rows } = await ctx.db.query<{ ord: string; due: Date | null }>(statement);
   const due = new Map(rows.map((r) => [Number(r.ord) - 1, r.due]));
   return runs.map((_, i) => due.get(i) ?? null);
 }

@@ -13,8 +13,9 @@ import {
 } from "@tidings/schema";
 import { z } from "zod";
 import type { PrismaClient } from "../../db/client.ts";
+import { sql } from "../../db/sql.ts";
 import { sameJson, upsert } from "../../db/upsert.ts";
-import { type ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
+import type { ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound, zodIssues } from "../../lib/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../../http/pagination.ts";
 import { type SecretBox, SecretDecryptionError } from "../secrets.ts";
@@ -122,7 +123,7 @@ export async function upsertProvider(
     table: "channel_providers",
     workspaceId,
     id: body.id,
-    key: Prisma.sql`channel = ${body.channel}::"Channel"`,
+    key: sql`channel = ${body.channel}::"Channel"`,
     read: (tx, id) => tx.channelProvider.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
     toCreate: () => merged(null),
     changes: (existing) => {

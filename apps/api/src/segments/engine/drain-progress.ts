@@ -2,6 +2,7 @@
 // (index.ts) deletes a row once both tiers applied it.
 import type pg from "pg";
 import type { OutboxRow } from "../../outbox/index.ts";
+import { sql } from "../../db/sql.ts";
 
 /** An outbox row as the engine drains it: with the instant of the transaction that wrote it. */
 export type DrainedRow = OutboxRow & { created_at: Date };
@@ -47,10 +48,9 @@ export class DrainProgress {
     this.removing.clear();
     const marked = [...this.done.profiles, ...this.done.events];
     if (marked.length === 0) return false;
-    const { rows } = await db.query<{ id: string }>("SELECT id FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])", [
-      workspaceId,
-      marked,
-    ]);
+    const { rows } = await db.query<{ id: string }>(
+      sql`SELECT id FROM segment_outbox WHERE workspace_id = ${workspaceId} AND id = ANY(${marked}::bigint[])`,
+    );
     const waiting = new Set(rows.map((r) => r.id));
     for (const set of Object.values(this.done)) for (const id of set) if (!waiting.has(id)) set.delete(id);
     for (const id of this.resolutions.keys()) if (!this.done.profiles.has(id) && !this.done.events.has(id)) this.resolutions.delete(id);

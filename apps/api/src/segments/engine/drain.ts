@@ -5,7 +5,7 @@
 // them, having handed them to the outbox's other consumers.
 import type pg from "pg";
 import { type OutboxHandOff, outboxKey } from "../../outbox/index.ts";
-import { sql } from "../../db/sql.ts";
+import { limit, param, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { ScopeCopy } from "./compile-nodes.ts";
 import { DrainProgress, type DrainedRow, type DrainTier } from "./drain-progress.ts";
@@ -130,15 +130,14 @@ export class OutboxDrain {
     tier: DrainTier,
     progress: DrainProgress,
   ): Promise<{ read: number; full: boolean }> {
-    const read = (limit: string) =>
+    const read = (n: number) =>
       db.query<DrainedRow>(
-        `SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids, created_at FROM segment_outbox
-         WHERE workspace_id = $1 AND NOT (id = ANY($2::bigint[])) ORDER BY id ${limit}`,
-        [workspaceId, progress.doneBy(tier)],
+        sql`SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids, created_at FROM segment_outbox
+         WHERE workspace_id = ${workspaceId} AND NOT (id = ANY(${progress.doneBy(tier)}::bigint[])) ORDER BY id ${limit(n)}`,
       );
     const bound = this.options.outboxRead ?? OUTBOX_READ;
-    let limit = bound.batch;
-    let { rows } = await read(`LIMIT ${limit}`);
+    let size = bound.batch;
+    let { rows } = await read(size);
     if (rows.length === 0) return { read: 0, full: false };
     // The tier's segments whose dependencies the rows' keys meet.
     const segmentsOf = async (batch: DrainedRow[]) => {
@@ -157,12 +156,12 @@ export class OutboxDrain {
     };
     let affected = await segmentsOf(rows);
     // More rows can wait only behind a full read (otherwise this pass already holds every one).
-    if (affected.length > 0 && rows.length === limit && bound.heavy > limit && (await this.heavyIngestion(db, workspaceId, rows))) {
+    if (affected.length > 0 && rows.length === size && bound.heavy > size && (await this.heavyIngestion(db, workspaceId, rows))) {
       // Heavy ingestion: the next batches would touch the same users again. One pass over many
       // waiting rows (each user evaluated once, whatever its number of events) costs about what
       // one batch does.
-      limit = bound.heavy;
-      rows = (await read(`LIMIT ${limit}`)).rows;
+      size = bound.heavy;
+      rows = (await read(size)).rows;
       affected = await segmentsOf(rows);
     }
     const scope = affected.length > 0 ? await this.resolveScope(db, workspaceId, rows, progress) : null;
@@ -226,7 +225,7 @@ export class OutboxDrain {
     }
     if (signalled > 0) this.options.onSignals?.(workspaceId);
     this.options.onDrain?.(rows.length, scope?.users ?? 0, tier);
-    return { read: rows.length, full: rows.length === limit };
+    return { read: rows.length, full: rows.length === size };
   }
 
   /**
@@ -239,9 +238,8 @@ export class OutboxDrain {
     const remove = async () =>
       (
         await db.query<{ age: number }>(
-          `DELETE FROM segment_outbox WHERE workspace_id = $1 AND id = ANY($2::bigint[])
+          sql`DELETE FROM segment_outbox WHERE workspace_id = ${workspaceId} AND id = ANY(${rows.map((r) => r.id)}::bigint[])
            RETURNING extract(epoch FROM clock_timestamp() - created_at)::float8 AS age`,
-          [workspaceId, rows.map((r) => r.id)],
         )
       ).rows;
     const removed =
@@ -296,7 +294,7 @@ export class OutboxDrain {
     const { min, share } = this.options.heavyIngestion ?? { min: 2000, share: 0.5 };
     const ids = new Set(batch.flatMap((r) => r.ids)).size;
     if (ids < min) return false;
-    const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM profiles WHERE workspace_id = $1", [workspaceId]);
+    const { rows } = await db.query<{ n: number }>(sql`SELECT count(*)::int AS n FROM profiles WHERE workspace_id = ${workspaceId}`);
     return ids >= share * rows[0]!.n;
   }
 
@@ -314,13 +312,13 @@ export class OutboxDrain {
     const fresh = batch.filter((r) => progress.resolution(r.id) === undefined);
     if (fresh.length > 0) {
       const ids = [...new Set(fresh.flatMap((r) => r.ids))];
-      const since = new Date(Math.min(...fresh.map((r) => r.created_at.getTime())));
+      const ws = param(workspaceId);
+      const since = param(new Date(Math.min(...fresh.map((r) => r.created_at.getTime()))));
       const { rows } = await db.query<{ x: string; id: string | null; created_at: Date | null }>(
-        `SELECT x, a.profile_id AS id, CASE WHEN p.created_at >= $3 THEN p.created_at END AS created_at FROM unnest($2::text[]) x
-         LEFT JOIN profile_aliases a ON a.workspace_id = $1 AND a.alias_id = x AND a.profile_id <> x
-         LEFT JOIN profiles p ON p.workspace_id = $1 AND p.profile_id = coalesce(a.profile_id, x)
-         WHERE a.profile_id IS NOT NULL OR p.created_at >= $3`,
-        [workspaceId, ids, since],
+        sql`SELECT x, a.profile_id AS id, CASE WHEN p.created_at >= ${since} THEN p.created_at END AS created_at FROM unnest(${ids}::text[]) x
+         LEFT JOIN profile_aliases a ON a.workspace_id = ${ws} AND a.alias_id = x AND a.profile_id <> x
+         LEFT JOIN profiles p ON p.workspace_id = ${ws} AND p.profile_id = coalesce(a.profile_id, x)
+         WHERE a.profile_id IS NOT NULL OR p.created_at >= ${since}`,
       );
       const profileOf = new Map(rows.flatMap((r) => (r.id === null ? [] : [[r.x, r.id] as const])));
       const createdAt = new Map(rows.flatMap((r) => (r.created_at === null ? [] : [[r.x, r.created_at.getTime()] as const])));

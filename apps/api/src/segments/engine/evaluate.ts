@@ -5,7 +5,7 @@
 import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { CLEAR_FAILURE, DefinitionError } from "../../db/failing.ts";
-import { type Param, raw, type Sql, sql } from "../../db/sql.ts";
+import { ident, join, type Param, raw, type Sql, sql } from "../../db/sql.ts";
 import { compileSegment, type SubscriptionGroupTypes, segmentInputs, storedSegmentDefinition } from "./compile.ts";
 import type { ScopeCopy } from "./compile-nodes.ts";
 import { errorText } from "../../lib/errors.ts";
@@ -30,7 +30,8 @@ const RANGE_READ_SHARE = 1 / 8;
 
 /**
  * The rows of `table` (keyed by workspace, segment and profile) of the segment `id` for the
- * profiles `ids` (text[]), as a query: one primary-key lookup per id. A condition `profile_id =
+ * profiles `ids` (text[]), as a query of their `columns` (names, comma-separated): one
+ * primary-key lookup per id. A condition `profile_id =
  * ANY(ids)` was planned through the (workspace, profile) index, reading every segment's rows of
  * those profiles (about twice as slow, and more so with more segments). When the ids are many
  * beside the segment's rows (`rows`, as last known: at most 1 / RANGE_READ_SHARE rows per id), the
@@ -48,10 +49,17 @@ export const scopedRows = (
   range: { ids: number; rows: number } | null = null,
 ) =>
   range !== null && range.ids >= range.rows * RANGE_READ_SHARE
-    ? sql`SELECT ${raw(columns)} FROM (SELECT ${raw(columns)} FROM ${raw(table)} t
+    ? sql`SELECT ${names(columns)} FROM (SELECT ${names(columns)} FROM ${ident(table)} t
         WHERE ${onlyIn(ws)} AND t.segment_id = ${id}::uuid OFFSET 0) t WHERE t.profile_id = ANY(${ids}::text[])`
-    : sql`SELECT ${raw(columns)} FROM unnest(${ids}::text[]) x CROSS JOIN LATERAL (SELECT ${raw(columns)} FROM ${raw(table)} t
+    : sql`SELECT ${names(columns)} FROM unnest(${ids}::text[]) x CROSS JOIN LATERAL (SELECT ${names(columns)} FROM ${ident(table)} t
     WHERE ${onlyIn(ws)} AND t.segment_id = ${id}::uuid AND t.profile_id = x LIMIT 1) t`;
+
+/** The comma-separated column names `columns`, each checked and quoted (db/sql.ts `ident`). */
+const names = (columns: string) =>
+  join(
+    columns.split(",").map((c) => ident(c.trim())),
+    ", ",
+  );
 
 /**
  * `t.workspace_id = ws`, with `ws` a value the planner learns only when the statement runs, so
@@ -102,10 +110,10 @@ export async function evaluateSegment(
   // the order of their ids, as exits are (the order of the index).
   const rowsOf = (table: string, columns: string, rows?: number) =>
     scope === null
-      ? sql`SELECT ${raw(columns)} FROM ${raw(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid`
+      ? sql`SELECT ${names(columns)} FROM ${ident(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid`
       : scopedRows(table, columns, ws, id, inputs.scope, rows === undefined ? null : { ids: scope.length, rows });
   const removing = (table: string, ids: Sql) =>
-    sql`DELETE FROM ${raw(table)} t WHERE ${onlyIn(ws)} AND t.segment_id = ${id}::uuid AND t.profile_id = ANY (ARRAY(${ids}))`;
+    sql`DELETE FROM ${ident(table)} t WHERE ${onlyIn(ws)} AND t.segment_id = ${id}::uuid AND t.profile_id = ANY (ARRAY(${ids}))`;
   const counts = full
     ? sql`member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = ${full.dependsOn}::text[], ${raw(CLEAR_FAILURE)}`
     : sql`member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)`;
@@ -173,8 +181,7 @@ export function membersQuery(
 /** The workspace's subscription groups and their types (what SubscriptionGroup nodes compile with). */
 export async function subscriptionGroupTypes(db: Queryable, workspaceId: string): Promise<SubscriptionGroupTypes> {
   const { rows } = await db.query<{ id: string; type: "OptIn" | "OptOut" }>(
-    "SELECT id, type::text AS type FROM subscription_groups WHERE workspace_id = $1",
-    [workspaceId],
+    sql`SELECT id, type::text AS type FROM subscription_groups WHERE workspace_id = ${workspaceId}`,
   );
   return new Map(rows.map((r) => [r.id, r.type]));
 }
@@ -193,8 +200,7 @@ export async function membersNow(
 ): Promise<Set<string>> {
   if (userIds.length === 0) return new Set();
   const { rows } = await db.query<{ id: string; definition: unknown }>(
-    "SELECT id, definition FROM segments WHERE workspace_id = $1 AND id = $2",
-    [workspaceId, segmentId],
+    sql`SELECT id, definition FROM segments WHERE workspace_id = ${workspaceId} AND id = ${segmentId}`,
   );
   if (rows.length === 0) return new Set();
   const definition = storedSegmentDefinition(rows[0]!);

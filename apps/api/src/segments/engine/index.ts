@@ -11,6 +11,7 @@
 import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { OUTBOX_CHANNEL, type OutboxHandOff } from "../../outbox/index.ts";
+import { limit, param, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, type SubscriptionGroupTypes } from "./compile.ts";
@@ -148,16 +149,16 @@ export class SegmentEngine {
     let locked = false;
     try {
       if (wait) {
-        await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [lock]);
+        await client.query(sql`SELECT pg_advisory_lock(hashtextextended(${lock}, 0))`);
         locked = true;
       } else {
-        const { rows } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", [lock]);
+        const { rows } = await client.query<{ ok: boolean }>(sql`SELECT pg_try_advisory_lock(hashtextextended(${lock}, 0)) AS ok`);
         locked = rows[0]!.ok;
       }
       return locked ? { value: await fn(client) } : null;
     } finally {
       const unlockFailed = locked
-        ? await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [lock]).then(
+        ? await client.query(sql`SELECT pg_advisory_unlock(hashtextextended(${lock}, 0))`).then(
             () => undefined,
             (err: Error) => err,
           )
@@ -168,8 +169,7 @@ export class SegmentEngine {
 
   private async wakeIfPending(workspaceId: string) {
     const { rows } = await this.options.pool.query<{ pending: boolean }>(
-      "SELECT EXISTS (SELECT 1 FROM segment_outbox WHERE workspace_id = $1) AS pending",
-      [workspaceId],
+      sql`SELECT EXISTS (SELECT 1 FROM segment_outbox WHERE workspace_id = ${workspaceId}) AS pending`,
     );
     if (rows[0]!.pending) await this.wake(workspaceId);
   }
@@ -192,7 +192,7 @@ export class SegmentEngine {
 
   /** Recomputes every segment of the workspace from scratch. */
   async recomputeAll(workspaceId: string) {
-    await this.options.pool.query("UPDATE segments SET last_recomputed = NULL WHERE workspace_id = $1", [workspaceId]);
+    await this.options.pool.query(sql`UPDATE segments SET last_recomputed = NULL WHERE workspace_id = ${workspaceId}`);
     await this.settle(workspaceId);
   }
 
@@ -211,14 +211,14 @@ export class SegmentEngine {
    * failing one only once its retry is due: StoredSegments).
    */
   async workspacesWithWork(): Promise<string[]> {
+    const now = param(this.now());
     const { rows } = await this.options.pool.query<{ id: string }>(
-      `SELECT w.id FROM workspaces w WHERE
+      sql`SELECT w.id FROM workspaces w WHERE
         EXISTS (SELECT 1 FROM segment_outbox o WHERE o.workspace_id = w.id)
-        OR EXISTS (SELECT 1 FROM segment_timers t WHERE t.workspace_id = w.id AND t.due_at <= $1)
+        OR EXISTS (SELECT 1 FROM segment_timers t WHERE t.workspace_id = w.id AND t.due_at <= ${now})
         OR EXISTS (SELECT 1 FROM segments s WHERE s.workspace_id = w.id
           AND (s.last_recomputed IS NULL OR s.last_recomputed < s.definition_updated_at OR s.evaluation_error IS NOT NULL)
-          AND (s.evaluation_retry_at IS NULL OR s.evaluation_retry_at <= $1))`,
-      [this.now()],
+          AND (s.evaluation_retry_at IS NULL OR s.evaluation_retry_at <= ${now}))`,
     );
     return rows.map((r) => r.id);
   }
@@ -252,11 +252,10 @@ export class SegmentEngine {
     const now = this.now();
     return inTransaction(db, async () => {
       const { rows } = await db.query<{ segment_id: string; ids: string[] }>(
-        `SELECT segment_id, array_agg(profile_id) AS ids FROM (
-           SELECT segment_id, profile_id FROM segment_timers WHERE workspace_id = $1 AND due_at <= $2
-           ORDER BY due_at LIMIT ${TIMER_BATCH}) due
+        sql`SELECT segment_id, array_agg(profile_id) AS ids FROM (
+           SELECT segment_id, profile_id FROM segment_timers WHERE workspace_id = ${workspaceId} AND due_at <= ${now}
+           ORDER BY due_at ${limit(TIMER_BATCH)}) due
          GROUP BY segment_id`,
-        [workspaceId, now],
       );
       const segments = new Map((await this.stored.read(db, workspaceId)).map((s) => [s.id, s]));
       const groups = rows.length ? await this.groupTypes(db, workspaceId) : new Map();
@@ -270,12 +269,9 @@ export class SegmentEngine {
           signalled += (await this.stored.isolated(db, workspaceId, s, evaluate, true))?.signals ?? 0;
         }
         // A timer whose evaluation sets the same instant again would fire forever.
-        await db.query("DELETE FROM segment_timers WHERE workspace_id = $1 AND segment_id = $2 AND profile_id = ANY($3) AND due_at <= $4", [
-          workspaceId,
-          r.segment_id,
-          r.ids,
-          now,
-        ]);
+        await db.query(
+          sql`DELETE FROM segment_timers WHERE workspace_id = ${workspaceId} AND segment_id = ${r.segment_id} AND profile_id = ANY(${r.ids}) AND due_at <= ${now}`,
+        );
       }
       if (signalled > 0) this.options.onSignals?.(workspaceId);
       return fired === TIMER_BATCH;

@@ -89,8 +89,8 @@ export function evaluationUnits<T extends { reads: EventsRead | null; ids: strin
   return [...work.filter((w) => !shared.has(w)).map((w) => [w]), ...copied];
 }
 
-/** The session's buffers for temporary tables, the copy's (set once per session: never changed back). */
-const TEMP_BUFFERS = "128MB";
+/** Sets the session's buffers for temporary tables, the copy's (once per session: never changed back). */
+const SET_TEMP_BUFFERS = "SET temp_buffers = '128MB'";
 
 /** The copy's tables, in the session's own schema of temporary tables. */
 const COPY = { events: raw("pg_temp.tidings_scope_events"), profiles: raw("pg_temp.tidings_scope_profiles") };
@@ -112,7 +112,7 @@ export async function withScopeCopy<T>(
   const identifies = reads.some((r) => r.identifies);
   // Temporary tables live in the session's own buffers (8 MB by default, then files): a size
   // can be set only before the session's first temporary table, and is kept for its life.
-  await db.query(`SET temp_buffers = '${TEMP_BUFFERS}'`);
+  await db.query(SET_TEMP_BUFFERS);
   // The identities of the profiles `ids`: their own ids, and their aliases (each event goes to the
   // profile its identity belongs to).
   const { rows: aliases } = await db.query<{ alias_id: string; profile_id: string }>(
