@@ -4,7 +4,7 @@ import { savedKeysPath } from "./auth/bootstrap.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { migrateJobs } from "./jobs/index.ts";
-import { startTidings, type Tidings } from "./server.ts";
+import { startTidings, type Tidings } from "./app/server.ts";
 import { errorText } from "./lib/errors.ts";
 
 const log = (msg: string) => process.stderr.write(`tidings: ${msg}\n`);

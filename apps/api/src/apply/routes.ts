@@ -1,7 +1,7 @@
 // Admin route of apply: several resources written together, or checked (dry run).
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../http/context.ts";
+import type { AppContext } from "../app/context.ts";
 import { route } from "../http/route.ts";
 import { applyResources } from "./service.ts";
 

@@ -5,7 +5,7 @@ import type { ApplyKind, ApplyRequestBody, ApplyRequestItem, ApplyResponse, Appl
 import type { PrismaClient } from "../db/client.ts";
 import type { Tx } from "../db/upsert.ts";
 import { ApiError } from "../lib/errors.ts";
-import type { OutboundGuard } from "../messaging/channels/outbound-guard.ts";
+import type { OutboundGuard } from "../outbound/guard.ts";
 import { upsertJourney } from "../journeys/service.ts";
 import { upsertSegment } from "../segments/service.ts";
 import { upsertSubscriptionGroup } from "../subscription-groups/service.ts";

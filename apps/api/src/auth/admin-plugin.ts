@@ -3,7 +3,7 @@
 // admin route's workspace is resolved once, here — the key's workspace; a `workspaceId` in the
 // body or the query naming another one is a 403. Handlers receive it as `workspaceId`.
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from "fastify";
-import type { AppContext } from "../http/context.ts";
+import type { AppContext } from "../app/context.ts";
 import { ApiError } from "../lib/errors.ts";
 import { adminGuard, rootGuard } from "./guards.ts";
 

@@ -1,7 +1,7 @@
 // Routes: workspaces (root key) and the admin/write keys of a workspace (admin key).
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../http/context.ts";
+import type { AppContext } from "../app/context.ts";
 import { route } from "../http/route.ts";
 import { createKey, createWorkspace, createWorkspaceAdminKey, listKeys, listWorkspaces, revokeKey } from "./service.ts";
 

@@ -1,7 +1,7 @@
 // Admin routes for broadcasts.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../http/context.ts";
+import type { AppContext } from "../app/context.ts";
 import { route } from "../http/route.ts";
 import { cancelBroadcast, executeBroadcast, getBroadcast, listBroadcasts } from "./service.ts";
 

@@ -1,7 +1,7 @@
 // Liveness and readiness probes.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "./context.ts";
+import type { AppContext } from "../app/context.ts";
 import { databaseUnavailable } from "../lib/errors.ts";
 import { route } from "./route.ts";
 

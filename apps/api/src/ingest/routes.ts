@@ -3,7 +3,7 @@ import rateLimit from "@fastify/rate-limit";
 import { type ContractOf, contracts, type EventType } from "@tidings/schema";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { writeKeyGuard } from "../auth/guards.ts";
-import type { AppContext } from "../http/context.ts";
+import type { AppContext } from "../app/context.ts";
 import { registerIngestCors } from "../http/cors.ts";
 import { ApiError } from "../lib/errors.ts";
 import { route } from "../http/route.ts";

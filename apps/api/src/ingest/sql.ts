@@ -2,7 +2,7 @@
 // (rows.ts, `encodeRows`) and `rowsFrom` reads them back by column name, so the statements and
 // the encoder share the column lists of rows.ts and nothing depends on positions.
 import { empty, ident, join, param, raw, type Sql, sql } from "../db/sql.ts";
-import { OUTBOX_CHANNEL } from "../outbox/index.ts";
+import { appendChanges, appendRows, notifyIdle } from "../outbox/index.ts";
 import {
   type ColumnType,
   EVENT_COLUMNS,
@@ -147,26 +147,8 @@ export const upsertMemberships = (memberships: string) => sql`INSERT INTO group_
 
 const outboxRowsFrom = rowsFrom(OUTBOX_COLUMNS, "o");
 
-const insertOutbox = (outbox: string) => sql`INSERT INTO segment_outbox (workspace_id, ids, keys, track_ids)
-  SELECT o.workspace_id, ARRAY(SELECT jsonb_array_elements_text(o.ids)), ARRAY(SELECT jsonb_array_elements_text(o.keys)),
-    ARRAY(SELECT jsonb_array_elements_text(o.track_ids))
-  FROM ${outboxRowsFrom(outbox)}
-  WHERE tidings_outbox_needed(o.workspace_id, ARRAY(SELECT jsonb_array_elements_text(o.keys)))
-  RETURNING workspace_id`;
-
-/**
- * Wakes the engine for the workspaces of `ob` (the rows just appended) whose outbox held nothing
- * when the statement began: while rows are pending, the engine is awake or woken by the commit
- * that found the outbox empty, and a refresh drains until it is empty (src/outbox). At most one
- * NOTIFY per workspace per drain, however many commits: commits that notify are serialized by
- * PostgreSQL. (The rows `ob` appends are not visible to this statement.)
- */
-const notifyIdle = (ob: Sql) => sql`SELECT pg_notify(${OUTBOX_CHANNEL}, w::text) FROM (SELECT DISTINCT workspace_id AS w FROM ${ob}) n
-  WHERE NOT EXISTS (SELECT 1 FROM segment_outbox p WHERE p.workspace_id = n.w)`;
-
 /** Appends the outbox rows `outbox` something depends on (src/outbox) and wakes the engine if it was idle. */
-export const insertOutboxRows = (outbox: string) => sql`WITH ob AS (${insertOutbox(outbox)})
-  ${notifyIdle(raw("ob"))}`;
+export const insertOutboxRows = (outbox: string) => appendChanges(outboxRowsFrom(outbox));
 
 // ---------------------------------------------------------------------------------------
 // Identity links
@@ -235,7 +217,7 @@ uniform AS (${mergeUniformProfiles}
   RETURNING 1),
 mixed AS (${mergeMixedProfiles}
   RETURNING 1),
-ob AS (${insertOutbox(outbox)}),
+ob AS (${appendRows(outboxRowsFrom(outbox))}),
 notified AS (${notifyIdle(raw("ob"))})
 SELECT (SELECT count(*) FROM notified) AS notified, tidings_require(
   NOT EXISTS (SELECT 1 FROM p JOIN profile_aliases a ON a.workspace_id = p.workspace_id AND a.alias_id = p.profile_id),

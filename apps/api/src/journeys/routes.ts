@@ -1,7 +1,7 @@
 // Admin routes for journeys, their runs and stats.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../http/context.ts";
+import type { AppContext } from "../app/context.ts";
 import { route } from "../http/route.ts";
 import { journeyStats, listRuns } from "./runs.ts";
 import { deleteJourney, findJourney, listJourneys, toJourneyResource, upsertJourney } from "./service.ts";

@@ -21,7 +21,7 @@ import {
 } from "./dispatch.ts";
 import { type ProviderForSending, ProviderUnusableError, providerForSending } from "./providers/service.ts";
 import { ReadCache } from "./read-cache.ts";
-import type { SecretBox } from "./secrets.ts";
+import type { SecretBox } from "../lib/secrets.ts";
 import type { StreamRef, StreamSettings } from "./sources.ts";
 import { errorText } from "../lib/errors.ts";
 import { backoffMs, sleep } from "../lib/time.ts";

@@ -6,7 +6,7 @@ import { ConfigError, type ResolvedConfig } from "../config.ts";
 import type { PrismaClient } from "../db/client.ts";
 import { prismaExecute, sql } from "../db/sql.ts";
 import { resealProviderSecrets, sealedProviderSecrets } from "./providers/service.ts";
-import { deriveKey, SecretBox } from "./secrets.ts";
+import { deriveKey, SecretBox } from "../lib/secrets.ts";
 
 const SETTING = "secret_key_check";
 /** Serialises the check across replicas starting together. */

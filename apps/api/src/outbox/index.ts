@@ -1,19 +1,33 @@
-// The change outbox (table segment_outbox): one protocol for everything that must react to a
-// committed change — the segment engine and the journey runtime. A change writes its row in its
-// own transaction (ingestion's statements in ingest/sql.ts, everything else through
-// `recordChange`), and the row's NOTIFY on OUTBOX_CHANNEL is delivered only if it commits. The
-// segment engine drains the rows (segments/engine) and, in the transaction that deletes them,
-// hands each drained batch to the outbox's other consumers (`OutboxHandOff`): nothing reads the
-// table by increasing id, so rows committed out of order are never skipped.
+// The change outbox (table segment_outbox, owned by table.ts): one protocol for everything that
+// must react to a committed change — the segment engine and the journey runtime. A change writes
+// its row in its own transaction (ingestion in its statement with `appendChanges`, everything else
+// with `recordChange`), and the row's NOTIFY on OUTBOX_CHANNEL is delivered only if it commits. The
+// segment engine drains the rows and, in the transaction that deletes them, hands each drained
+// batch to the outbox's other consumers (`OutboxConsumers`): nothing reads the table by increasing
+// id, so rows committed out of order are never skipped.
 //
 // Keys say what changed, typed here and nowhere else: a segment's dependencies
 // (segments/engine/compile.ts) are keys of the same kinds.
 import type pg from "pg";
 import { prismaExecute, sql } from "../db/sql.ts";
 import type { Tx } from "../db/upsert.ts";
+import type { OutboxRow } from "./table.ts";
 
-/** Channel the outbox notifies on commit (payload: the workspace id). */
-export const OUTBOX_CHANNEL = "tidings_segment_changes";
+export {
+  appendChanges,
+  appendRows,
+  changesPendingIn,
+  hasChanges,
+  OUTBOX_CHANNEL,
+  type OutboxRow,
+  oldestChangeAge,
+  oldestChangeOf,
+  notifyIdle,
+  readChanges,
+  recordChange,
+  removeChanges,
+  stillPending,
+} from "./table.ts";
 
 /**
  * Who depends on a workspace's changes is decided where the commit is made: ingestion writes its
@@ -47,16 +61,6 @@ export const outboxKey = {
   any: "*",
 } as const;
 
-/** A drained outbox row, as the engine read it. */
-export interface OutboxRow {
-  id: string;
-  /** Ids the change touched, as sent (user ids or linked ids). */
-  ids: string[];
-  keys: string[];
-  /** messageIds of the commit's track events. */
-  track_ids: string[];
-}
-
 /**
  * A consumer of drained rows besides the segment engine: called in the transaction that deletes
  * them, so what it records commits with the deletion or not at all. Returns how many journey
@@ -65,19 +69,24 @@ export interface OutboxRow {
 export type OutboxHandOff = (db: pg.PoolClient, workspaceId: string, rows: OutboxRow[]) => Promise<number>;
 
 /**
- * Records that `ids` (user ids or linked ids) changed in the ways `keys` name. Call it inside
- * the transaction of the change.
+ * The outbox's consumers besides the segment engine, which drains it: each drained batch is handed
+ * to every one in the transaction that deletes the batch. Registered once, by the composition root.
  */
-export async function recordChange(
-  tx: Pick<Tx, "$executeRawUnsafe" | "$queryRawUnsafe">,
-  workspaceId: string,
-  ids: string[],
-  keys: string[],
-) {
-  if (ids.length === 0) return;
-  await prismaExecute(
-    tx,
-    sql`INSERT INTO segment_outbox (workspace_id, ids, keys) VALUES (${workspaceId}::uuid, ${ids}::text[], ${keys}::text[])`,
-  );
-  await prismaExecute(tx, sql`SELECT pg_notify(${OUTBOX_CHANNEL}, ${workspaceId})`);
+export class OutboxConsumers {
+  private readonly consumers: OutboxHandOff[] = [];
+
+  add(handOff: OutboxHandOff) {
+    this.consumers.push(handOff);
+  }
+
+  get empty() {
+    return this.consumers.length === 0;
+  }
+
+  /** Hands `rows` to every consumer (in the caller's transaction): the journey signals they recorded. */
+  async handOff(db: pg.PoolClient, workspaceId: string, rows: OutboxRow[]): Promise<number> {
+    let signalled = 0;
+    for (const consumer of this.consumers) signalled += await consumer(db, workspaceId, rows);
+    return signalled;
+  }
 }

@@ -4,6 +4,7 @@
 import type pg from "pg";
 import type { RetentionPolicy } from "../config.ts";
 import { empty, type Param, param, type Sql, sql } from "../db/sql.ts";
+import { oldestChangeOf } from "../outbox/index.ts";
 
 /** What retention removes: events, segment membership history, deliveries' rendered messages. */
 export type PruneKind = "events" | "membership_changes" | "delivery_bodies";
@@ -33,7 +34,7 @@ const BATCH: Record<PruneKind, (ws: Param, cutoff: Date, size: number) => Sql> =
   events: (ws, cutoff, size) => sql`WITH old AS MATERIALIZED (
       SELECT o.message_id FROM events o
       WHERE o.workspace_id = ${ws} AND o.event_time < ${cutoff}
-        AND o.received_at < coalesce((SELECT min(created_at) FROM segment_outbox WHERE workspace_id = ${ws}), 'infinity')
+        AND o.received_at < coalesce(${oldestChangeOf(ws)}, 'infinity')
         AND NOT EXISTS (SELECT 1 FROM journey_signals s WHERE s.workspace_id = ${ws} AND s.message_id = o.message_id)
       LIMIT ${size} FOR UPDATE OF o SKIP LOCKED)
     DELETE FROM events e USING old WHERE e.workspace_id = ${ws} AND e.message_id = old.message_id`,

@@ -1,7 +1,7 @@
 // Admin routes for segments and their hand-set members.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../http/context.ts";
+import type { AppContext } from "../app/context.ts";
 import { route } from "../http/route.ts";
 import { changeMembers, listSegmentUsers } from "./members.ts";
 import { deleteSegment, findSegment, listSegments, toSegmentResource, upsertSegment } from "./service.ts";

@@ -3,8 +3,8 @@
 // past its task's hard deadline is terminated by the pool.
 import type { ErrorIssue, MessageTemplateDefinition } from "@tidings/schema";
 import { workerData } from "piscina";
-import { emailFromFields } from "../messaging/render-email.ts";
-import { signUnsubscribeToken, unsubscribeUrl } from "../messaging/unsubscribe-token.ts";
+import { emailFromFields } from "./render-email.ts";
+import { signUnsubscribeToken, unsubscribeUrl } from "../subscription-groups/unsubscribe-token.ts";
 import { liquidSyntaxIssues, type RenderBudget, type RenderScope, renderFields, unresolvedVariables } from "./liquid.ts";
 import type { MessageInput, MessageRender, PreviewRender, RenderThreadSettings } from "./render-pool.ts";
 

@@ -3,7 +3,7 @@
 import type { MessageTemplateDefinition, RenderTemplateRequestBody, RenderTemplateResponse } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import { badRequest, notFound } from "../lib/errors.ts";
-import { resolveIdentity } from "../users/service.ts";
+import { resolveIdentity } from "../profiles/index.ts";
 import { findTemplate } from "./service.ts";
 import type { RenderScope } from "./liquid.ts";
 import type { RenderPool } from "./render-pool.ts";

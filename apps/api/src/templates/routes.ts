@@ -1,7 +1,7 @@
 // Admin routes of message templates and the render preview.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../http/context.ts";
+import type { AppContext } from "../app/context.ts";
 import { route } from "../http/route.ts";
 import { renderTemplateRequest } from "./render.ts";
 import { webhookWarnings } from "./webhook-warnings.ts";

@@ -6,7 +6,7 @@ import { prismaExecute, sql } from "../db/sql.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { badRequest, notFound } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
-import { canonicalIds } from "./identities.ts";
+import { resolveIdentity } from "../profiles/index.ts";
 import { MAX_TIME, MIN_TIME } from "../ingest/normalize.ts";
 import { findSegment } from "../segments/service.ts";
 
@@ -32,13 +32,6 @@ export function toEventRecord(row: EventRow): EventRecord {
     receivedAt: row.receivedAt.getTime(),
     payload: (row.payload ?? {}) as Record<string, unknown>,
   };
-}
-
-/** The canonical profile id of any id of a user, and every id that belongs to it. */
-export async function resolveIdentity(prisma: PrismaClient, workspaceId: string, id: string) {
-  const [profileId = id] = await canonicalIds(prisma, workspaceId, [id]);
-  const linked = await prisma.profileAlias.findMany({ where: { workspaceId, profileId }, orderBy: { createdAt: "asc" } });
-  return { profileId, identities: linked.map((a) => a.aliasId) };
 }
 
 /** PostgreSQL text cannot hold NUL: the query would fail (500), and no stored id contains one. */

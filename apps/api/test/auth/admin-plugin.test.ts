@@ -5,7 +5,7 @@ import { contractsById as op } from "@tidings/schema";
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerAdminAuth } from "../../src/auth/admin-plugin.ts";
-import type { AppContext } from "../../src/http/context.ts";
+import type { AppContext } from "../../src/app/context.ts";
 import { route } from "../../src/http/route.ts";
 import { createTestApp, ROOT_KEY, type TestApp } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { resolveSecrets } from "../../src/auth/bootstrap.ts";
 import { loadConfig } from "../../src/config.ts";
-import { startTidings } from "../../src/server.ts";
+import { startTidings } from "../../src/app/server.ts";
 import { createTestDatabase } from "../support/app.ts";
 
 const API_DIR = fileURLToPath(new URL("../..", import.meta.url));

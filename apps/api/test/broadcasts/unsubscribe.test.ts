@@ -5,7 +5,7 @@
 // Also: hostile trait values arrive HTML-escaped and never evaluated in the stored Email body.
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signUnsubscribeToken, UNSUBSCRIBE_PATH } from "../../src/messaging/unsubscribe-token.ts";
+import { signUnsubscribeToken, UNSUBSCRIBE_PATH } from "../../src/subscription-groups/unsubscribe-token.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";
 import { identify, segmentWorld, type SegmentWorld } from "../segments/support.ts";

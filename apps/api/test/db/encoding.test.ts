@@ -3,7 +3,7 @@
 // encoding and the way out, and keeps going; a UTF-8 database starts without a word about it.
 import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
-import { startTidings, type Tidings } from "../../src/server.ts";
+import { startTidings, type Tidings } from "../../src/app/server.ts";
 import { createDatabase, createTestDatabase } from "../support/app.ts";
 
 const running: Tidings[] = [];

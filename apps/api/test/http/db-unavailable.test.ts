@@ -12,7 +12,7 @@ import { createDb } from "../../src/db/client.ts";
 import { freePort } from "../../src/db/embedded.ts";
 import { buildApp } from "../../src/http/app.ts";
 import { registerErrorHandling } from "../../src/http/errors.ts";
-import { createContext } from "../../src/server.ts";
+import { createContext } from "../../src/app/server.ts";
 import { createTestDatabase } from "../support/app.ts";
 import { thrown } from "../support/http.ts";
 

@@ -3,7 +3,7 @@
 // a stored config that is no longer valid names the field.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { providerForSending, ProviderUnusableError, upsertProvider } from "../../src/messaging/providers/service.ts";
-import { SecretBox } from "../../src/messaging/secrets.ts";
+import { SecretBox } from "../../src/lib/secrets.ts";
 import { broadcastEnd, plan } from "../broadcasts/support.ts";
 import { identify, segmentWorld, type SegmentWorld } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";

@@ -8,8 +8,8 @@ import { loadConfig } from "../../src/config.ts";
 import { createDb } from "../../src/db/client.ts";
 import { providerForSending } from "../../src/messaging/providers/service.ts";
 import { verifySecretKey } from "../../src/messaging/secret-key.ts";
-import { SecretBox } from "../../src/messaging/secrets.ts";
-import { startTidings, type Tidings } from "../../src/server.ts";
+import { SecretBox } from "../../src/lib/secrets.ts";
+import { startTidings, type Tidings } from "../../src/app/server.ts";
 import { createTestApp, createTestDatabase, type TestApp } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";
 

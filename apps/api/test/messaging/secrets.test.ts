@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SecretBox, SecretDecryptionError } from "../../src/messaging/secrets.ts";
+import { SecretBox, SecretDecryptionError } from "../../src/lib/secrets.ts";
 
 const KEY = "test-secret-key-0123456789abcdef0123456789";
 const box = new SecretBox(KEY);

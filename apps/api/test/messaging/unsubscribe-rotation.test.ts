@@ -2,7 +2,7 @@
 // with the old key while it is configured as TIDINGS_SECRET_KEY_PREVIOUS, and no longer once it
 // is not.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signUnsubscribeToken, UNSUBSCRIBE_PATH } from "../../src/messaging/unsubscribe-token.ts";
+import { signUnsubscribeToken, UNSUBSCRIBE_PATH } from "../../src/subscription-groups/unsubscribe-token.ts";
 import { identify, segmentWorld, type SegmentWorld } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { signUnsubscribeToken, unsubscribeUrl, verifyUnsubscribeToken } from "../../src/messaging/unsubscribe-token.ts";
+import { signUnsubscribeToken, unsubscribeUrl, verifyUnsubscribeToken } from "../../src/subscription-groups/unsubscribe-token.ts";
 
 const KEY = "test-secret-key-0123456789abcdef0123456789";
 const keys = { secretKey: KEY };

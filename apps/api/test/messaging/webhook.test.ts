@@ -12,7 +12,7 @@ import {
   OutboundGuard,
   type OutboundGuardOptions,
   type Resolver,
-} from "../../src/messaging/channels/outbound-guard.ts";
+} from "../../src/outbound/guard.ts";
 import { signWebhook, WebhookSender, type WebhookSenderOptions, webhookSigningKey } from "../../src/messaging/channels/webhook.ts";
 
 interface Received {

@@ -6,7 +6,7 @@ import { type Contract, contracts, ErrorCode, errorDescriptions, errorStatus } f
 import type { onRouteHookHandler } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/http/app.ts";
-import type { AppContext } from "../../src/http/context.ts";
+import type { AppContext } from "../../src/app/context.ts";
 import { DOCS_PREFIX } from "../../src/http/openapi.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";

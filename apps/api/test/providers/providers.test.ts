@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SecretBox } from "../../src/messaging/secrets.ts";
+import { SecretBox } from "../../src/lib/secrets.ts";
 import { providerForSending } from "../../src/messaging/providers/service.ts";
 import { createTestApp, type TestApp, type TestWorkspace } from "../support/app.ts";
 import { bearer, type Res, request } from "../support/http.ts";

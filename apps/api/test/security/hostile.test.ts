@@ -5,7 +5,7 @@ import { generateKeyPairSync, randomUUID } from "node:crypto";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { smtpConnection } from "../../src/messaging/channels/email.ts";
-import { signUnsubscribeToken } from "../../src/messaging/unsubscribe-token.ts";
+import { signUnsubscribeToken } from "../../src/subscription-groups/unsubscribe-token.ts";
 import { waitFor } from "../broadcasts/support.ts";
 import { identify, segmentWorld, track } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";

@@ -6,8 +6,8 @@ import { inject } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import { loadConfig, type ResolvedConfig } from "../../src/config.ts";
 import { type BuildOptions, buildApp } from "../../src/http/app.ts";
-import type { AppContext } from "../../src/http/context.ts";
-import { type ContextOptions, createContext } from "../../src/server.ts";
+import type { AppContext } from "../../src/app/context.ts";
+import { type ContextOptions, createContext } from "../../src/app/server.ts";
 
 export const ROOT_KEY = "test-root-key-0123456789abcdef";
 

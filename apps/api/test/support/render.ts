@@ -1,7 +1,7 @@
 // In-process rendering for tests of what a render thread computes (the server renders in its
 // render pool, templates/render-pool.ts, with these same functions).
 import type { EmailTemplate, MessageTemplateDefinition, RenderedFields } from "@tidings/schema";
-import { emailFromFields } from "../../src/messaging/render-email.ts";
+import { emailFromFields } from "../../src/templates/render-email.ts";
 import { type RenderScope, renderFields } from "../../src/templates/liquid.ts";
 
 const BUDGET = { timeMs: 1000, memory: 10_000_000 };

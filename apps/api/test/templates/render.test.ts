@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { verifyUnsubscribeToken } from "../../src/messaging/unsubscribe-token.ts";
+import { verifyUnsubscribeToken } from "../../src/subscription-groups/unsubscribe-token.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
 

@@ -5,7 +5,7 @@
 import { lookup } from "node:dns/promises";
 import os from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { forbiddenAddressKind, OutboundGuard } from "../../src/messaging/channels/outbound-guard.ts";
+import { forbiddenAddressKind, OutboundGuard } from "../../src/outbound/guard.ts";
 import { webhookWarnings } from "../../src/templates/webhook-warnings.ts";
 import { createTestApp, type TestApp, type TestWorkspace } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";

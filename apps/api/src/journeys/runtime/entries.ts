@@ -10,6 +10,7 @@ import { inTransaction } from "../../db/transaction.ts";
 import type { OutboxRow } from "../../outbox/index.ts";
 import { outboxKey } from "../../outbox/index.ts";
 import type { LiveJourney } from "./advance.ts";
+import type { EnterHook } from "../../segments/engine/evaluate.ts";
 
 /** Signals taken per transaction. */
 const SIGNAL_BATCH = 5000;
@@ -160,3 +161,15 @@ export async function recordEventEntries(db: pg.PoolClient, workspaceId: string,
   );
   return rowCount ?? 0;
 }
+
+/**
+ * The runtime's record of a segment's enters (SegmentEngine.recordEntersWith), in the evaluation's
+ * statement: a signal per user entering a segment a journey holds (segment_references), which the
+ * runtime takes to start or wake runs.
+ */
+export const journeySignalsOnEnter: EnterHook = ({ workspaceId: ws, segmentId: id, at, entered }) =>
+  sql`INSERT INTO journey_signals (workspace_id, segment_id, user_id, at)
+      SELECT ${ws}, ${id}::uuid, profile_id, ${at} FROM ${entered}
+      WHERE EXISTS (SELECT 1 FROM segment_references sr
+        WHERE sr.workspace_id = ${ws} AND sr.target_id = ${id}::uuid AND sr.referrer_kind = 'Journey')
+      RETURNING 1`;

@@ -16,9 +16,10 @@ import { addJobQuery, type JobLayer } from "../../jobs/index.ts";
 import type { SendJobs } from "../../messaging/send-jobs.ts";
 import type { SegmentEngine } from "../../segments/engine/index.ts";
 import { type AdvanceDeps, advanceBatch, type LiveJourney } from "./advance.ts";
-import { enterMembers, recordEventEntries, takeSignals } from "./entries.ts";
+import { enterMembers, journeySignalsOnEnter, recordEventEntries, takeSignals } from "./entries.ts";
 import { errorText } from "../../lib/errors.ts";
 import { sleep } from "../../lib/time.ts";
+import type { OutboxConsumers } from "../../outbox/index.ts";
 
 const ADVANCE = "journeys.advance";
 const ENTER = "journeys.enter";
@@ -39,6 +40,9 @@ export interface JourneyRuntimeOptions {
   clock: () => number;
   /** Observes how late each timer fired (s). */
   lateness?: (seconds: number) => void;
+  /** The outbox's consumers: the runtime is one (event entries). */
+  outbox: OutboxConsumers;
+  log?: (msg: string) => void;
 }
 
 interface JourneyRow {
@@ -92,7 +96,13 @@ export class JourneyRuntime {
       for (const workspaceId of await this.workspacesWithWork()) await this.wake(workspaceId);
     });
     jobs.recurring(TICK, 1);
-    segments.addHandOff((db, workspaceId, rows) => recordEventEntries(db, workspaceId, rows, this.now()));
+    // The runtime's inputs, recorded in the commits that cause them: segment enters (in the
+    // evaluation's statement) and track events of entry events (in the drain's transaction).
+    const wakeOn = (workspaceId: string) => {
+      void this.wake(workspaceId).catch((err) => this.o.log?.(`journeys: could not enqueue an advance: ${errorText(err)}`));
+    };
+    segments.recordEntersWith(journeySignalsOnEnter, wakeOn);
+    this.o.outbox.add((db, workspaceId, rows) => recordEventEntries(db, workspaceId, rows, this.now()));
   }
 
   /** Enqueues the workspace's advance job. */

@@ -1,9 +1,9 @@
 // Admin routes of channel providers.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../../http/context.ts";
+import type { AppContext } from "../../app/context.ts";
 import { route } from "../../http/route.ts";
-import { SecretBox } from "../secrets.ts";
+import { SecretBox } from "../../lib/secrets.ts";
 import { deleteProvider, getProvider, listProviders, upsertProvider } from "./service.ts";
 
 export const providerRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {

@@ -1,11 +1,10 @@
 // What a workspace's refreshes drained of the segment outbox, per tier (DrainTier): the engine
 // (index.ts) deletes a row once both tiers applied it.
 import type pg from "pg";
-import type { OutboxRow } from "../../outbox/index.ts";
-import { sql } from "../../db/sql.ts";
+import { type OutboxRow, stillPending } from "../../outbox/index.ts";
 
 /** An outbox row as the engine drains it: with the instant of the transaction that wrote it. */
-export type DrainedRow = OutboxRow & { created_at: Date };
+export type DrainedRow = OutboxRow;
 
 /** An outbox row's ids as resolved for the segments (OutboxDrain.resolveScope). */
 export interface ResolvedRow {
@@ -48,10 +47,7 @@ export class DrainProgress {
     this.removing.clear();
     const marked = [...this.done.profiles, ...this.done.events];
     if (marked.length === 0) return false;
-    const { rows } = await db.query<{ id: string }>(
-      sql`SELECT id FROM segment_outbox WHERE workspace_id = ${workspaceId} AND id = ANY(${marked}::bigint[])`,
-    );
-    const waiting = new Set(rows.map((r) => r.id));
+    const waiting = await stillPending(db, workspaceId, marked);
     for (const set of Object.values(this.done)) for (const id of set) if (!waiting.has(id)) set.delete(id);
     for (const id of this.resolutions.keys()) if (!this.done.profiles.has(id) && !this.done.events.has(id)) this.resolutions.delete(id);
     return waiting.size > 0;

@@ -4,12 +4,12 @@
 // segments read the same ones (scope-events.ts), and deleting the rows once both tiers applied
 // them, having handed them to the outbox's other consumers.
 import type pg from "pg";
-import { type OutboxHandOff, outboxKey } from "../../outbox/index.ts";
-import { limit, param, sql } from "../../db/sql.ts";
+import { type OutboxConsumers, outboxKey, readChanges, removeChanges } from "../../outbox/index.ts";
+import { param, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { ScopeCopy } from "./compile-nodes.ts";
 import { DrainProgress, type DrainedRow, type DrainTier } from "./drain-progress.ts";
-import { evaluateSegment, subscriptionGroupTypes } from "./evaluate.ts";
+import { type EnterHook, evaluateSegment, subscriptionGroupTypes } from "./evaluate.ts";
 import type { SegmentEngineOptions } from "./index.ts";
 import { batchScopes, narrowScope } from "./scope.ts";
 import { type EventsRead, evaluationUnits, eventsRead, withScopeCopy } from "./scope-events.ts";
@@ -39,20 +39,33 @@ const PASSES_MS = 1000;
 type Work = { s: StoredSegment; ids: string[]; reads: EventsRead | null };
 
 /** The engine's settings a drain reads. */
-type DrainOptions = Pick<SegmentEngineOptions, "pool" | "heavyIngestion" | "outboxRead" | "onDrain" | "lag" | "onSignals">;
+type DrainOptions = Pick<SegmentEngineOptions, "pool" | "heavyIngestion" | "outboxRead" | "onDrain" | "lag">;
+
+/** What a drain shares with its engine. */
+interface DrainLinks {
+  /** The outbox's consumers besides the engine, called in the transaction that deletes drained rows. */
+  consumers: OutboxConsumers;
+  /** The engine's enter hooks (SegmentEngine.recordEntersWith). */
+  enterHooks: readonly EnterHook[];
+  /** Something was recorded for the workspace (by a hook or a consumer). */
+  recorded: (workspaceId: string) => void;
+  now: () => Date;
+}
 
 /** A process's drains of the outbox, for the refreshes of every workspace (one at a time per workspace: SegmentEngine.refresh). */
 export class OutboxDrain {
   /** What each workspace's refreshes in this process drained in one tier and not yet the other. */
   private progress = new Map<string, DrainProgress>();
 
-  /** `handOffs`: the outbox's other consumers (src/outbox), called in the transaction that deletes drained rows. */
   constructor(
     private options: DrainOptions,
     private stored: StoredSegments,
-    private handOffs: OutboxHandOff[],
-    private now: () => Date,
+    private links: DrainLinks,
   ) {}
+
+  private now() {
+    return this.links.now();
+  }
 
   /**
    * Drains the outbox in its two tiers at once (DrainTier): the segments reading events on `db`
@@ -130,11 +143,7 @@ export class OutboxDrain {
     tier: DrainTier,
     progress: DrainProgress,
   ): Promise<{ read: number; full: boolean }> {
-    const read = (n: number) =>
-      db.query<DrainedRow>(
-        sql`SELECT id, ids, keys, coalesce(track_ids, '{}') AS track_ids, created_at FROM segment_outbox
-         WHERE workspace_id = ${workspaceId} AND NOT (id = ANY(${progress.doneBy(tier)}::bigint[])) ORDER BY id ${limit(n)}`,
-      );
+    const read = async (n: number) => ({ rows: await readChanges(db, workspaceId, progress.doneBy(tier), n) });
     const bound = this.options.outboxRead ?? OUTBOX_READ;
     let size = bound.batch;
     let { rows } = await read(size);
@@ -170,7 +179,7 @@ export class OutboxDrain {
       const groups = await subscriptionGroupTypes(db, workspaceId);
       const evaluate = async (lane: pg.PoolClient, w: Work, copy?: ScopeCopy) => {
         const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
-        const options = { copy, memberCount: w.s.member_count };
+        const options = { copy, memberCount: w.s.member_count, enterHooks: this.links.enterHooks };
         const evaluated = await this.stored.isolated(lane, workspaceId, w.s, () =>
           evaluateSegment(lane, segment, groups, this.now(), w.ids, options),
         );
@@ -223,7 +232,7 @@ export class OutboxDrain {
       signalled += await this.removeDrained(db, workspaceId, done);
       progress.removed(done);
     }
-    if (signalled > 0) this.options.onSignals?.(workspaceId);
+    if (signalled > 0) this.links.recorded(workspaceId);
     this.options.onDrain?.(rows.length, scope?.users ?? 0, tier);
     return { read: rows.length, full: rows.length === size };
   }
@@ -235,21 +244,19 @@ export class OutboxDrain {
    */
   private async removeDrained(db: pg.PoolClient, workspaceId: string, rows: DrainedRow[]): Promise<number> {
     let signalled = 0;
-    const remove = async () =>
-      (
-        await db.query<{ age: number }>(
-          sql`DELETE FROM segment_outbox WHERE workspace_id = ${workspaceId} AND id = ANY(${rows.map((r) => r.id)}::bigint[])
-           RETURNING extract(epoch FROM clock_timestamp() - created_at)::float8 AS age`,
-        )
-      ).rows;
-    const removed =
-      this.handOffs.length === 0
-        ? await remove()
-        : await inTransaction(db, async () => {
-            for (const handOff of this.handOffs) signalled += await handOff(db, workspaceId, rows);
-            return remove();
-          });
-    if (this.options.lag) for (const r of removed) this.options.lag(r.age);
+    const remove = () =>
+      removeChanges(
+        db,
+        workspaceId,
+        rows.map((r) => r.id),
+      );
+    const removed = this.links.consumers.empty
+      ? await remove()
+      : await inTransaction(db, async () => {
+          signalled += await this.links.consumers.handOff(db, workspaceId, rows);
+          return remove();
+        });
+    if (this.options.lag) for (const age of removed) this.options.lag(age);
     return signalled;
   }
 

@@ -10,14 +10,14 @@
 // a job every second wakes it for timers, recomputes and anything a missed notification left behind.
 import type { SegmentDefinition } from "@tidings/schema";
 import type pg from "pg";
-import { OUTBOX_CHANNEL, type OutboxHandOff } from "../../outbox/index.ts";
-import { limit, param, sql } from "../../db/sql.ts";
+import { changesPendingIn, hasChanges, OUTBOX_CHANNEL, OutboxConsumers } from "../../outbox/index.ts";
+import { limit, param, raw, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, type SubscriptionGroupTypes } from "./compile.ts";
 import { OutboxDrain } from "./drain.ts";
 import type { DrainTier } from "./drain-progress.ts";
-import { evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
+import { type EnterHook, evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
 import { StoredSegments } from "./stored.ts";
 import { sleep } from "../../lib/time.ts";
 
@@ -48,15 +48,17 @@ export interface SegmentEngineOptions {
   onDrain?: (rows: number, users: number, tier: DrainTier) => void;
   /** Observes how long each drained change waited: from its commit to its segments being current (s). */
   lag?: (seconds: number) => void;
-  /** Called after an evaluation recorded enters of segments a journey uses (their users are in journey_signals). */
-  onSignals?: (workspaceId: string) => void;
+  /** The outbox's consumers besides the engine: each drained batch is handed to them before it is deleted. */
+  consumers?: OutboxConsumers;
 }
 
 export class SegmentEngine {
   /** Refreshes running in this process, per workspace (each wakes its workspace again at its end if needed). */
   private refreshing = new Map<string, number>();
-  /** The outbox's other consumers (src/outbox): each drained batch is handed to them before it is deleted. */
-  private handOffs: OutboxHandOff[] = [];
+  /** What records enters besides the engine (recordEntersWith), in each evaluation's statement. */
+  private enterHooks: EnterHook[] = [];
+  /** Told when an evaluation's enter hooks or the outbox's consumers recorded something for a workspace. */
+  private recordedListeners: ((workspaceId: string) => void)[] = [];
   /** The segments evaluated, read with their definitions parsed. */
   private stored: StoredSegments;
   /** Drains the outbox (drain.ts). */
@@ -64,7 +66,12 @@ export class SegmentEngine {
 
   constructor(private options: SegmentEngineOptions) {
     this.stored = new StoredSegments(options.pool, () => this.now(), options.log);
-    this.drain = new OutboxDrain(options, this.stored, this.handOffs, () => this.now());
+    this.drain = new OutboxDrain(options, this.stored, {
+      consumers: options.consumers ?? new OutboxConsumers(),
+      enterHooks: this.enterHooks,
+      recorded: (workspaceId) => this.recorded(workspaceId),
+      now: () => this.now(),
+    });
   }
 
   /** Registers the engine's jobs and wake-ups on the job layer (they run in worker processes). */
@@ -99,9 +106,18 @@ export class SegmentEngine {
     );
   }
 
-  /** Adds a consumer of drained outbox rows, called in the transaction that deletes them. */
-  addHandOff(handOff: OutboxHandOff) {
-    this.handOffs.push(handOff);
+  /**
+   * Has every evaluation record its enters with `hook` too (in its statement), and tells
+   * `recorded` of each workspace for which a hook, or an outbox consumer, recorded something.
+   * Call before the job layer starts (the composition root wires it once).
+   */
+  recordEntersWith(hook: EnterHook, recorded: (workspaceId: string) => void) {
+    this.enterHooks.push(hook);
+    this.recordedListeners.push(recorded);
+  }
+
+  private recorded(workspaceId: string) {
+    for (const listener of this.recordedListeners) listener(workspaceId);
   }
 
   /** Enqueues the workspace's refresh (one pending at a time; a running one is followed by another). */
@@ -168,10 +184,7 @@ export class SegmentEngine {
   }
 
   private async wakeIfPending(workspaceId: string) {
-    const { rows } = await this.options.pool.query<{ pending: boolean }>(
-      sql`SELECT EXISTS (SELECT 1 FROM segment_outbox WHERE workspace_id = ${workspaceId}) AS pending`,
-    );
-    if (rows[0]!.pending) await this.wake(workspaceId);
+    if (await hasChanges(this.options.pool, workspaceId)) await this.wake(workspaceId);
   }
 
   /**
@@ -214,7 +227,7 @@ export class SegmentEngine {
     const now = param(this.now());
     const { rows } = await this.options.pool.query<{ id: string }>(
       sql`SELECT w.id FROM workspaces w WHERE
-        EXISTS (SELECT 1 FROM segment_outbox o WHERE o.workspace_id = w.id)
+        ${changesPendingIn(raw("w.id"))}
         OR EXISTS (SELECT 1 FROM segment_timers t WHERE t.workspace_id = w.id AND t.due_at <= ${now})
         OR EXISTS (SELECT 1 FROM segments s WHERE s.workspace_id = w.id
           AND (s.last_recomputed IS NULL OR s.last_recomputed < s.definition_updated_at OR s.evaluation_error IS NOT NULL)
@@ -238,13 +251,14 @@ export class SegmentEngine {
           // Hashes and sorts over a whole workspace stay in memory.
           await db.query("SET LOCAL work_mem = '64MB'");
           return evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, this.now(), null, {
+            enterHooks: this.enterHooks,
             full: { definitionUpdatedAt: s.definition_updated_at, dependsOn: segmentDependencies(s.definition) },
           });
         }),
       );
       signalled += evaluated?.signals ?? 0;
     }
-    if (signalled > 0) this.options.onSignals?.(workspaceId);
+    if (signalled > 0) this.recorded(workspaceId);
   }
 
   /** Re-evaluates one batch of due timers; false when none is due. */
@@ -265,7 +279,8 @@ export class SegmentEngine {
         fired += r.ids.length;
         const s = segments.get(r.segment_id);
         if (s) {
-          const evaluate = () => evaluateSegment(db, { workspaceId, id: s.id, definition: s.definition }, groups, now, r.ids);
+          const segment = { workspaceId, id: s.id, definition: s.definition };
+          const evaluate = () => evaluateSegment(db, segment, groups, now, r.ids, { enterHooks: this.enterHooks });
           signalled += (await this.stored.isolated(db, workspaceId, s, evaluate, true))?.signals ?? 0;
         }
         // A timer whose evaluation sets the same instant again would fire forever.
@@ -273,7 +288,7 @@ export class SegmentEngine {
           sql`DELETE FROM segment_timers WHERE workspace_id = ${workspaceId} AND segment_id = ${r.segment_id} AND profile_id = ANY(${r.ids}) AND due_at <= ${now}`,
         );
       }
-      if (signalled > 0) this.options.onSignals?.(workspaceId);
+      if (signalled > 0) this.recorded(workspaceId);
       return fired === TIMER_BATCH;
     });
   }

@@ -5,7 +5,7 @@
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { prismaExecute, sql } from "../db/sql.ts";
-import type { AppContext } from "../http/context.ts";
+import type { AppContext } from "../app/context.ts";
 import { route } from "../http/route.ts";
 import { outboxKey, recordChange } from "../outbox/index.ts";
 import { UNSUBSCRIBE_PATH, verifyUnsubscribeToken } from "./unsubscribe-token.ts";

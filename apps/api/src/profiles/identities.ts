@@ -33,3 +33,10 @@ export async function resolveDisjoint(
   if (issues.length > 0) throw badRequest(`A user cannot be in both ${first.field} and ${second.field}`, issues);
   return [[...inFirst], [...new Set(b)]];
 }
+
+/** The canonical profile id of any id of a user, and every id that belongs to it. */
+export async function resolveIdentity(prisma: PrismaClient, workspaceId: string, id: string) {
+  const [profileId = id] = await canonicalIds(prisma, workspaceId, [id]);
+  const linked = await prisma.profileAlias.findMany({ where: { workspaceId, profileId }, orderBy: { createdAt: "asc" } });
+  return { profileId, identities: linked.map((a) => a.aliasId) };
+}

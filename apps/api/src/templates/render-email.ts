@@ -3,7 +3,7 @@
 // render threads (templates/render-pool.ts).
 import type { RenderedFields } from "@tidings/schema";
 import { convert } from "html-to-text";
-import type { EmailRendered } from "./channels/types.ts";
+import type { EmailRendered } from "../messaging/channels/types.ts";
 
 const TEXT_OPTIONS = {
   // RFC 5322 recommends lines of at most 78 characters.

