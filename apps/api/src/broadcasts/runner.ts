@@ -129,13 +129,11 @@ export class BroadcastRunner {
             sql`SELECT 1 FROM broadcasts WHERE workspace_id = ${workspaceId} AND id = ${broadcastId} AND status = 'Queued' FOR UPDATE`,
           );
           if (locked.rowCount === 0) return false;
-          await client.query(
-            sql`INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, broadcast_id, subscription_group_id, status)
-             SELECT ${workspaceId}, gen_random_uuid(), m.profile_id, ${b.channel}::"Channel", ${b.template_id}::uuid, ${broadcastId}::uuid,
-               ${b.subscription_group_id}::uuid, 'Queued'
-             FROM (${audience} ${slice}) m
-             ON CONFLICT DO NOTHING`,
-          );
+          const members = sql`SELECT m.profile_id AS user_id, ${b.channel}::text AS channel, ${b.template_id}::uuid AS template_id,
+              ${b.subscription_group_id}::uuid AS subscription_group_id, NULL::jsonb AS context, NULL::uuid AS run_id, NULL::text AS node_id
+            FROM (${audience} ${slice}) m`;
+          const [queue, ...wake] = this.o.sends.queueStatements(KIND, workspaceId, broadcastId, members, b.rate_limit_per_second !== null);
+          await client.query(queue!);
           const [ws, id] = [param(workspaceId), param(broadcastId)];
           await client.query(
             started
@@ -144,7 +142,7 @@ export class BroadcastRunner {
                  WHERE workspace_id = ${ws} AND id = ${id}`
               : sql`UPDATE broadcasts SET started_at = coalesce(started_at, now()), updated_at = now() WHERE workspace_id = ${ws} AND id = ${id}`,
           );
-          for (const q of this.o.sends.wakeQueries(KIND, workspaceId, broadcastId, b.rate_limit_per_second !== null)) await client.query(q);
+          for (const q of wake) await client.query(q);
           return true;
         });
       } finally {

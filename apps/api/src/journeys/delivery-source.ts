@@ -33,9 +33,7 @@ export function journeyDeliverySource(pool: pg.Pool): DeliverySource {
  * past their message nodes.
  */
 export function queueJourneyMessages(sends: SendJobs, workspaceId: string, journeyId: string, messages: QueuedMessage[]): Sql[] {
-  return [
-    sql`INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, journey_id, run_id, node_id, subscription_group_id, context, status)
-        SELECT ${workspaceId}, gen_random_uuid(), u.user_id, u.channel::"Channel", u.template_id, ${journeyId}, u.run_id, u.node_id, u.group_id, u.context, 'Queued'
+  const rows = sql`SELECT u.user_id, u.channel, u.template_id, u.run_id, u.node_id, u.subscription_group_id, u.context
         FROM unnest(
           ${messages.map((m) => m.run.userId)}::text[],
           ${messages.map((m) => m.node.channel)}::text[],
@@ -44,8 +42,6 @@ export function queueJourneyMessages(sends: SendJobs, workspaceId: string, journ
           ${messages.map((m) => m.node.id)}::text[],
           ${messages.map((m) => m.node.subscriptionGroupId ?? null)}::uuid[],
           ${messages.map((m) => (m.run.event ? JSON.stringify({ event: m.run.event }) : null))}::jsonb[])
-          AS u(user_id, channel, template_id, run_id, node_id, group_id, context)
-        ON CONFLICT DO NOTHING`,
-    ...sends.wakeQueries(JOURNEY_SOURCE, workspaceId, journeyId, false),
-  ];
+          AS u(user_id, channel, template_id, run_id, node_id, subscription_group_id, context)`;
+  return sends.queueStatements(JOURNEY_SOURCE, workspaceId, journeyId, rows, false);
 }

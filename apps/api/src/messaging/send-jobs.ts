@@ -5,7 +5,7 @@
 // enqueues its successor. A tick every second gives a sender to each active stream that has work
 // due and no live sender (a worker died, a start was lost), and reports drained streams.
 import pg from "pg";
-import { type Sql, sql } from "../db/sql.ts";
+import { ident, type Sql, sql } from "../db/sql.ts";
 import type { JobLayer, JobLog } from "../jobs/index.ts";
 import { addJobQuery } from "../jobs/index.ts";
 import type { Deliverer } from "./deliver.ts";
@@ -96,10 +96,29 @@ export class SendJobs {
    * The statements that start a stream's senders, to run in the transaction that queues its
    * deliveries (the senders exist iff the deliveries do). `paced`: one sender.
    */
-  wakeQueries(kind: string, workspaceId: string, id: string, paced: boolean): Sql[] {
+  private wakeQueries(kind: string, workspaceId: string, id: string, paced: boolean): Sql[] {
     return Array.from({ length: paced ? 1 : SENDERS }, (_, slot) =>
       addJobQuery(SEND_TASK, { kind, workspaceId, id, slot } satisfies SendPayload, { key: jobKey({ kind, workspaceId, id, slot }) }),
     );
+  }
+
+  /**
+   * The statements that queue a stream's deliveries and start its senders, for the transaction of
+   * the source's change (the deliveries and their senders exist iff it commits). `rows` is a query
+   * of the new deliveries' columns: user_id, channel, template_id, subscription_group_id, context,
+   * run_id, node_id (NULL where the source has none). A row the stream already has (unique per
+   * source) is not queued again. Only messaging writes deliveries.
+   */
+  queueStatements(kind: string, workspaceId: string, id: string, rows: Sql, paced: boolean): Sql[] {
+    const column = ident(this.source(kind).column);
+    return [
+      sql`INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, ${column}, run_id, node_id, subscription_group_id, context, status)
+        SELECT ${workspaceId}::uuid, gen_random_uuid(), r.user_id, r.channel::"Channel", r.template_id, ${id}::uuid, r.run_id, r.node_id,
+          r.subscription_group_id, r.context, 'Queued'
+        FROM (${rows}) r
+        ON CONFLICT DO NOTHING`,
+      ...this.wakeQueries(kind, workspaceId, id, paced),
+    ];
   }
 
   /** Starts a stream's senders now (a slot whose sender is running keeps it; see `send`). */

@@ -7,12 +7,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseRetryAfter } from "../../src/messaging/channels/provider-http.ts";
 import type { OutgoingMessage, WebhookRendered } from "../../src/messaging/channels/types.ts";
-import {
-  forbiddenAddressKind,
-  OutboundGuard,
-  type OutboundGuardOptions,
-  type Resolver,
-} from "../../src/outbound/guard.ts";
+import { forbiddenAddressKind, OutboundGuard, type OutboundGuardOptions, type Resolver } from "../../src/outbound/guard.ts";
 import { signWebhook, WebhookSender, type WebhookSenderOptions, webhookSigningKey } from "../../src/messaging/channels/webhook.ts";
 
 interface Received {

@@ -11,6 +11,7 @@ import { identify, segmentWorld, track } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
+import { sql } from "../../src/db/sql.ts";
 
 /** Probes /health/live every `everyMs` while `work` runs: each probe's answer time (ms; Infinity without a 200 within 1 s). */
 async function probingLiveness<T>(url: string, work: () => Promise<T>, everyMs = 100): Promise<{ value: T; probes: number[] }> {
@@ -374,7 +375,9 @@ describe("two workspaces with the same ids", () => {
     const client = await t.ctx.db.pool.connect();
     try {
       await client.query("BEGIN");
-      for (const ws of [a, b]) for (const q of t.ctx.sends.wakeQueries("journey", ws.id, id, false)) await client.query(q);
+      const none = sql`SELECT NULL::text AS user_id, NULL AS channel, NULL::uuid AS template_id, NULL::uuid AS subscription_group_id,
+        NULL::jsonb AS context, NULL::uuid AS run_id, NULL::text AS node_id WHERE false`;
+      for (const ws of [a, b]) for (const q of t.ctx.sends.queueStatements("journey", ws.id, id, none, false)) await client.query(q);
       const { rows } = await client.query(
         "SELECT count(DISTINCT key)::int AS n FROM graphile_worker.jobs WHERE key LIKE '%' || $1 || '%'",
         [id],
