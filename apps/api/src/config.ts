@@ -232,15 +232,12 @@ export interface Config {
   sendConcurrency: number;
   /** Event-loop lag (ms) beyond which requests get 503 + Retry-After; 0: no guard. */
   maxEventLoopDelayMs: number;
-  /** Retention in days (src/retention); null: kept forever (the default). */
-  retention: RetentionPolicy;
-}
-
-export interface RetentionPolicy {
-  /** Events older than this (by event time) and segment membership history as old are deleted. */
-  eventDays: number | null;
-  /** Settled deliveries created longer ago than this lose their rendered message (the row stays). */
-  deliveryDays: number | null;
+  /**
+   * Retention in days (src/retention); null: kept forever (the default). Events older than
+   * `eventDays` (by event time) and segment membership history as old are deleted; settled
+   * deliveries created longer ago than `deliveryDays` lose their rendered message.
+   */
+  retention: { eventDays: number | null; deliveryDays: number | null };
 }
 
 /** The configuration once the root and secret keys are known (environment, else credentials.json). */

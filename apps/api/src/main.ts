@@ -1,6 +1,6 @@
 // Entry point of the tidings-api binary: `tidings-api` serves; `tidings-api migrate` only
 // applies pending migrations (for TIDINGS_MIGRATE_ON_START=false deployments).
-import { savedKeysPath } from "./auth/bootstrap.ts";
+import { savedKeysPath } from "./auth/index.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { migrateJobs } from "./jobs/index.ts";

@@ -5,13 +5,13 @@ import type { ApplyKind, ApplyRequestBody, ApplyRequestItem, ApplyResponse, Appl
 import type { PrismaClient } from "../db/client.ts";
 import type { Tx } from "../db/upsert.ts";
 import { ApiError } from "../lib/errors.ts";
-import type { OutboundGuard } from "../outbound/guard.ts";
-import { upsertJourney } from "../journeys/service.ts";
-import { upsertSegment } from "../segments/service.ts";
-import { upsertSubscriptionGroup } from "../subscription-groups/service.ts";
-import type { RenderPool } from "../templates/render-pool.ts";
-import { upsertTemplate } from "../templates/service.ts";
-import { webhookWarnings } from "../templates/webhook-warnings.ts";
+import type { OutboundGuard } from "../outbound/index.ts";
+import { upsertJourney } from "../journeys/index.ts";
+import { upsertSegment } from "../segments/index.ts";
+import { upsertSubscriptionGroup } from "../subscription-groups/index.ts";
+import type { RenderPool } from "../templates/index.ts";
+import { upsertTemplate } from "../templates/index.ts";
+import { webhookWarnings } from "../templates/index.ts";
 
 /** What a later kind may reference comes first (a segment names groups, a journey all three). */
 const ORDER: readonly ApplyKind[] = ["SubscriptionGroup", "Segment", "Template", "Journey"];

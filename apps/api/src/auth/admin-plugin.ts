@@ -3,9 +3,9 @@
 // admin route's workspace is resolved once, here — the key's workspace; a `workspaceId` in the
 // body or the query naming another one is a 403. Handlers receive it as `workspaceId`.
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from "fastify";
-import type { AppContext } from "../app/context.ts";
 import { ApiError } from "../lib/errors.ts";
 import { adminGuard, rootGuard } from "./guards.ts";
+import type { KeyStore } from "./keys.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -41,10 +41,10 @@ function resolveWorkspace(request: FastifyRequest, _reply: FastifyReply, done: (
   done();
 }
 
-export function registerAdminAuth(admin: FastifyInstance, ctx: AppContext): void {
+export function registerAdminAuth(admin: FastifyInstance, deps: { keys: KeyStore; rootKey: string }): void {
   admin.decorateRequest("workspaceId", null);
-  const requireAdmin: onRequestHookHandler = adminGuard(ctx.keys);
-  const requireRoot: onRequestHookHandler = rootGuard(ctx.config.rootKey);
+  const requireAdmin: onRequestHookHandler = adminGuard(deps.keys);
+  const requireRoot: onRequestHookHandler = rootGuard(deps.rootKey);
 
   // Per route rather than per instance: the hooks go exactly on the contract routes (not on the
   // CORS preflight), and a route the admin API cannot guard stops the boot.

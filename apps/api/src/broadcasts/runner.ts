@@ -7,10 +7,10 @@ import type pg from "pg";
 import { empty, limit, param, raw, type Sql, sql } from "../db/sql.ts";
 import { inTransaction } from "../db/transaction.ts";
 import type { JobLayer } from "../jobs/index.ts";
-import type { SendJobs } from "../messaging/send-jobs.ts";
-import type { DeliverySource, StreamSettings } from "../messaging/sources.ts";
-import { parseStoredDefinition } from "../segments/engine/compile.ts";
-import type { SegmentEngine } from "../segments/engine/index.ts";
+import type { SendJobs } from "../messaging/index.ts";
+import type { DeliverySource, StreamSettings } from "../messaging/index.ts";
+import { parseStoredDefinition } from "../segments/index.ts";
+import type { SegmentEngine } from "../segments/index.ts";
 import type { PrismaClient } from "../db/client.ts";
 import { broadcastStartKey, releaseBroadcast, START_TASK } from "./service.ts";
 

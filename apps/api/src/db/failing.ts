@@ -3,6 +3,7 @@
 // until then, and the workspace's other definitions go on (docs/security.md).
 import type { DefinitionFailure } from "@tidings/schema";
 import pg from "pg";
+import client from "prom-client";
 import { ident, param, sql } from "./sql.ts";
 
 /** A definition that cannot be evaluated as stored: not the database's fault, nor the network's. */
@@ -74,4 +75,23 @@ export function definitionFailure(row: {
       retryAt: (row.evaluationRetryAt ?? new Date(since)).getTime(),
     },
   };
+}
+
+/** `tidings_definitions_failing{kind}`: the segments and journeys set aside, counted at each scrape. */
+export function registerFailingGauge(registry: client.Registry, pool: Pick<pg.Pool, "query">) {
+  new client.Gauge({
+    name: "tidings_definitions_failing",
+    help: "Segments and journeys set aside because their evaluation fails (GET shows `failing` with the reason); retried with back-off",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+    async collect() {
+      const counted = pool.query<{ segment: number; journey: number }>(
+        `SELECT (SELECT count(*) FROM segments WHERE evaluation_error IS NOT NULL)::int AS segment,
+           (SELECT count(*) FROM journeys WHERE evaluation_error IS NOT NULL)::int AS journey`,
+      );
+      const counts = await counted.then((r) => r.rows[0]!).catch(() => ({ segment: Number.NaN, journey: Number.NaN }));
+      this.set({ kind: "segment" }, counts.segment);
+      this.set({ kind: "journey" }, counts.journey);
+    },
+  });
 }

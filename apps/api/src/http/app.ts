@@ -1,32 +1,18 @@
-// The app factory: builds a Fastify instance from a context. Tests call it with inject() or
-// listen on 127.0.0.1; main.ts calls it for the real server.
+// The web toolkit's app factory: a Fastify instance with the one error model, JSON bodies, request
+// ids and logs, the overload guard and a clean close. It knows no capability: the composition root
+// (app/http.ts) registers their routes on it.
 import { randomUUID } from "node:crypto";
 import underPressure from "@fastify/under-pressure";
 import Fastify, { type FastifyInstance, type FastifyRequest, type onRouteHookHandler } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
-import { applyRoutes } from "../apply/routes.ts";
-import { registerAdminAuth } from "../auth/admin-plugin.ts";
-import { authRoutes } from "../auth/routes.ts";
-import { broadcastRoutes } from "../broadcasts/routes.ts";
-import { ingestRoutes } from "../ingest/routes.ts";
-import { journeyRoutes } from "../journeys/routes.ts";
-import { deliveryRoutes } from "../messaging/delivery-routes.ts";
-import { providerRoutes } from "../messaging/providers/routes.ts";
-import { unsubscribeRoutes } from "../subscription-groups/unsubscribe-routes.ts";
-import { segmentRoutes } from "../segments/routes.ts";
-import { subscriptionGroupRoutes } from "../subscription-groups/routes.ts";
-import { templateRoutes } from "../templates/routes.ts";
-import { userRoutes } from "../users/routes.ts";
-import type { AppContext } from "../app/context.ts";
-import { registerAdminCors } from "./cors.ts";
 import { ApiError } from "../lib/errors.ts";
 import { frameworkErrorHandler, registerErrorHandling, sendError } from "./errors.ts";
-import { healthRoutes } from "./health.ts";
 import { registerJsonBodyParser } from "./json-body.ts";
-import { registerMetrics } from "./metrics.ts";
-import { openApiRoutes } from "./openapi.ts";
 
-export interface BuildOptions {
+export interface HttpAppOptions {
+  logLevel: string;
+  /** Event-loop lag (ms) beyond which requests get 503 + Retry-After; 0: no guard. */
+  maxEventLoopDelayMs: number;
   /** Called for every route as it is registered (the contract drift test lists them with it). */
   onRoute?: onRouteHookHandler;
   /** Where the request log goes (default stdout); tests read it. */
@@ -48,10 +34,10 @@ export function loggedUrl(url: string): string {
   return `${url.slice(0, at)}?${names.join("&")}`;
 }
 
-export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
+export async function createHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
-      level: ctx.config.logLevel,
+      level: options.logLevel,
       serializers: {
         req: (req: FastifyRequest) => ({ method: req.method, url: loggedUrl(req.url), remoteAddress: req.ip }),
       },
@@ -78,9 +64,22 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     reply.header("x-request-id", request.id);
     done();
   });
-  registerMetrics(app, ctx.metrics);
-  // Once closing, every response says `Connection: close`: a keep-alive client whose request was
-  // in flight would otherwise hold its connection open, and close() would wait for it forever.
+  registerClosing(app);
+  await app.register(underPressure, {
+    maxEventLoopDelay: options.maxEventLoopDelayMs,
+    exposeStatusRoute: false,
+    pressureHandler: (request, reply) => {
+      sendError(reply, request, new ApiError("UNAVAILABLE", "The server is overloaded; retry later", undefined, { "retry-after": "2" }));
+    },
+  });
+  return app;
+}
+
+/**
+ * Once closing, every response says `Connection: close`: a keep-alive client whose request was in
+ * flight would otherwise hold its connection open, and close() would wait for it forever.
+ */
+function registerClosing(app: FastifyInstance) {
   let closing = false;
   app.addHook("preClose", (done) => {
     closing = true;
@@ -90,36 +89,4 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     if (closing) reply.header("connection", "close");
     done(null, payload);
   });
-
-  await app.register(underPressure, {
-    maxEventLoopDelay: ctx.config.maxEventLoopDelayMs,
-    exposeStatusRoute: false,
-    pressureHandler: (request, reply) => {
-      sendError(reply, request, new ApiError("UNAVAILABLE", "The server is overloaded; retry later", undefined, { "retry-after": "2" }));
-    },
-  });
-
-  await app.register(healthRoutes, { ctx });
-  // A worker process answers probes and metrics only; the API is served by `api`/`all`.
-  if (ctx.config.role === "worker") return app;
-  await app.register(openApiRoutes);
-  await app.register(ingestRoutes, { ctx });
-  await app.register(unsubscribeRoutes, { ctx });
-  // The admin API in one instance, closed to browsers unless TIDINGS_ADMIN_CORS_ORIGINS opens it;
-  // every route in it is authenticated by its contract's key kind, its workspace resolved once.
-  await app.register(async (admin) => {
-    await registerAdminCors(admin, ctx.config.adminCorsOrigins);
-    registerAdminAuth(admin, ctx);
-    await admin.register(authRoutes, { ctx });
-    await admin.register(userRoutes, { ctx });
-    await admin.register(journeyRoutes, { ctx });
-    await admin.register(templateRoutes, { ctx });
-    await admin.register(providerRoutes, { ctx });
-    await admin.register(segmentRoutes, { ctx });
-    await admin.register(subscriptionGroupRoutes, { ctx });
-    await admin.register(broadcastRoutes, { ctx });
-    await admin.register(deliveryRoutes, { ctx });
-    await admin.register(applyRoutes, { ctx });
-  });
-  return app;
 }

@@ -1,124 +1,47 @@
-// Prometheus metrics (prom-client), one registry per app instance.
+// Prometheus metrics (prom-client): one registry per app instance, with the process's default
+// metrics, the event loop's delay, every request's count and latency, and the /metrics route.
+// Each capability declares its own metrics on the registry it is built with.
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyInstance } from "fastify";
 import client from "prom-client";
-import type { JobLayer } from "../jobs/index.ts";
 import { route } from "./route.ts";
 
-export function createMetrics(
-  jobs: Pick<JobLayer, "queueStats">,
-  broadcastsRunning: () => Promise<number> = async () => 0,
-  outboxOldestAge: () => Promise<number> = async () => 0,
-  failingDefinitions: () => Promise<{ segment: number; journey: number }> = async () => ({ segment: 0, journey: 0 }),
-) {
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry });
-  registerEventLoopDelay(registry);
-  registerJobGauges(registry, jobs);
-  const requests = new client.Counter({
-    name: "tidings_http_requests_total",
-    help: "HTTP requests by route, method and status",
-    labelNames: ["route", "method", "status"] as const,
-    registers: [registry],
-  });
-  const latency = new client.Histogram({
-    name: "tidings_http_request_duration_seconds",
-    help: "HTTP request latency by route",
-    labelNames: ["route", "method"] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
-  const eventsReceived = new client.Counter({
-    name: "tidings_events_received_total",
-    help: "Events accepted and committed (replays included)",
-    registers: [registry],
-  });
-  const eventsStored = new client.Counter({
-    name: "tidings_events_ingested_total",
-    help: "New events stored (replayed messageIds excluded)",
-    registers: [registry],
-  });
-  const commitSeconds = new client.Histogram({
-    name: "tidings_ingest_commit_duration_seconds",
-    help: "Duration of ingestion group commits",
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-    registers: [registry],
-  });
-  const deliveries = new client.Counter({
-    name: "tidings_deliveries_total",
-    help: "Delivery outcomes by channel and status (Sent, Failed, Skipped, Retry: a transient failure to be retried)",
-    labelNames: ["channel", "status"] as const,
-    registers: [registry],
-  });
-  const providerSeconds = new client.Histogram({
-    name: "tidings_provider_request_duration_seconds",
-    help: "Time a provider took to answer one send call (a batch for Expo) by provider type",
-    labelNames: ["provider"] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
-  const journeyTimerLateness = new client.Histogram({
-    name: "tidings_journey_timer_lateness_seconds",
-    help: "How late a journey run's delay or wait timeout fired (due time to the run moving on)",
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers: [registry],
-  });
-  const retentionPruned = new client.Counter({
-    name: "tidings_retention_pruned_total",
-    help: "Rows removed by retention: events, membership_changes (segment history), delivery_bodies (rendered messages cleared)",
-    labelNames: ["kind"] as const,
-    registers: [registry],
-  });
-  const segmentLag = new client.Histogram({
-    name: "tidings_segment_engine_lag_seconds",
-    help: "How long each change (an ingestion commit, an assignment…) waited for the segment engine: its commit to its segments being current",
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
-    registers: [registry],
-  });
-  new client.Gauge({
-    name: "tidings_segment_outbox_oldest_age_seconds",
-    help: "Seconds since the oldest change still waiting for the segment engine was committed; 0 when none",
-    registers: [registry],
-    async collect() {
-      this.set(await outboxOldestAge().catch(() => Number.NaN));
-    },
-  });
-  new client.Gauge({
-    name: "tidings_broadcasts_in_progress",
-    help: "Broadcasts queued or running",
-    registers: [registry],
-    async collect() {
-      this.set(await broadcastsRunning().catch(() => Number.NaN));
-    },
-  });
-  new client.Gauge({
-    name: "tidings_definitions_failing",
-    help: "Segments and journeys set aside because their evaluation fails (GET shows `failing` with the reason); retried with back-off",
-    labelNames: ["kind"] as const,
-    registers: [registry],
-    async collect() {
-      const counts = await failingDefinitions().catch(() => ({ segment: Number.NaN, journey: Number.NaN }));
-      this.set({ kind: "segment" }, counts.segment);
-      this.set({ kind: "journey" }, counts.journey);
-    },
-  });
+export type Registry = client.Registry;
+
+/** The request counter and latency histogram of `registry` (made once: several apps may share a registry). */
+function requestMetrics(registry: Registry) {
+  const existing = registry.getSingleMetric("tidings_http_requests_total");
+  if (existing) {
+    return {
+      requests: existing as client.Counter<"route" | "method" | "status">,
+      latency: registry.getSingleMetric("tidings_http_request_duration_seconds") as client.Histogram<"route" | "method">,
+    };
+  }
   return {
-    registry,
-    requests,
-    latency,
-    eventsReceived,
-    eventsStored,
-    commitSeconds,
-    deliveries,
-    providerSeconds,
-    journeyTimerLateness,
-    segmentLag,
-    retentionPruned,
+    requests: new client.Counter({
+      name: "tidings_http_requests_total",
+      help: "HTTP requests by route, method and status",
+      labelNames: ["route", "method", "status"] as const,
+      registers: [registry],
+    }),
+    latency: new client.Histogram({
+      name: "tidings_http_request_duration_seconds",
+      help: "HTTP request latency by route",
+      labelNames: ["route", "method"] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
   };
 }
 
-export type Metrics = ReturnType<typeof createMetrics>;
+/** A registry with the default process metrics and the event loop's delay. */
+export function createRegistry(): Registry {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  registerEventLoopDelay(registry);
+  return registry;
+}
 
 type DelayHistogram = ReturnType<typeof monitorEventLoopDelay>;
 
@@ -165,51 +88,19 @@ function registerEventLoopDelay(registry: client.Registry) {
   }));
 }
 
-/**
- * The job queue, read from PostgreSQL on each scrape: one query serves both gauges (the registry
- * collects them concurrently). Without the database they read NaN rather than failing the scrape.
- */
-function registerJobGauges(registry: client.Registry, jobs: Pick<JobLayer, "queueStats">) {
-  let reading: Promise<{ depth: number; oldestAgeSeconds: number } | null> | null = null;
-  const read = () =>
-    (reading ??= jobs
-      .queueStats()
-      .catch(() => null)
-      .finally(() => {
-        reading = null;
-      }));
-  new client.Gauge({
-    name: "tidings_jobs_queue_depth",
-    help: "Background jobs due to run and not yet taken by a worker",
-    registers: [registry],
-    async collect() {
-      this.set((await read())?.depth ?? Number.NaN);
-    },
-  });
-  new client.Gauge({
-    name: "tidings_jobs_oldest_age_seconds",
-    help: "Seconds since the oldest job due to run (and not taken) became due; 0 when none",
-    registers: [registry],
-    async collect() {
-      this.set((await read())?.oldestAgeSeconds ?? Number.NaN);
-    },
-  });
-}
-
-export function registerMetrics(app: FastifyInstance, metrics: Metrics) {
+/** Counts every request and its latency (by route, method and status), and serves /metrics. */
+export function registerMetrics(app: FastifyInstance, registry: Registry) {
+  const { requests, latency } = requestMetrics(registry);
   // Labelled children per route, method and status, so a request costs no label hashing.
-  const children = new Map<
-    string,
-    { requests: ReturnType<Metrics["requests"]["labels"]>; latency: ReturnType<Metrics["latency"]["labels"]> }
-  >();
+  const children = new Map<string, { requests: ReturnType<typeof requests.labels>; latency: ReturnType<typeof latency.labels> }>();
   app.addHook("onResponse", (request, reply, done) => {
     const route = request.routeOptions.url ?? "unmatched";
     const key = `${route} ${request.method} ${reply.statusCode}`;
     let child = children.get(key);
     if (!child) {
       child = {
-        requests: metrics.requests.labels(route, request.method, String(reply.statusCode)),
-        latency: metrics.latency.labels(route, request.method),
+        requests: requests.labels(route, request.method, String(reply.statusCode)),
+        latency: latency.labels(route, request.method),
       };
       children.set(key, child);
     }
@@ -218,7 +109,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics) {
     done();
   });
   route(app, op["metrics.get"], async ({ reply }) => {
-    reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
+    reply.type(registry.contentType);
+    return registry.metrics();
   });
 }

@@ -33,3 +33,4 @@ export {
 } from "./layer.ts";
 export { type JobLog, type JobLogLevel, levelLog } from "./log.ts";
 export { addJobQuery, JOBS_SCHEMA, type JobOptions } from "./sql.ts";
+export { registerJobGauges } from "./metrics.ts";

@@ -2,8 +2,8 @@
 // sent by the delivery pipeline while the journey is Running; a Paused journey's messages wait.
 import type pg from "pg";
 import { type Sql, sql } from "../db/sql.ts";
-import type { SendJobs } from "../messaging/send-jobs.ts";
-import type { DeliverySource } from "../messaging/sources.ts";
+import type { SendJobs } from "../messaging/index.ts";
+import type { DeliverySource } from "../messaging/index.ts";
 import type { QueuedMessage } from "./runtime/nodes.ts";
 
 export const JOURNEY_SOURCE = "journey";

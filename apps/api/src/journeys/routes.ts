@@ -1,17 +1,19 @@
 // Admin routes for journeys, their runs and stats.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../app/context.ts";
+import type { PrismaClient } from "../db/client.ts";
 import { route } from "../http/route.ts";
 import { journeyStats, listRuns } from "./runs.ts";
 import { deleteJourney, findJourney, listJourneys, toJourneyResource, upsertJourney } from "./service.ts";
 
-export const journeyRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const { prisma } = ctx.db;
-  route(app, op["journeys.upsert"], ({ workspaceId, body }) => upsertJourney(prisma, workspaceId, body));
-  route(app, op["journeys.list"], ({ workspaceId, query }) => listJourneys(prisma, workspaceId, query));
-  route(app, op["journeys.get"], async ({ workspaceId, params }) => toJourneyResource(await findJourney(prisma, workspaceId, params.id)));
-  route(app, op["journeys.delete"], ({ workspaceId, params }) => deleteJourney(prisma, workspaceId, params.id));
-  route(app, op["journeys.runs.list"], ({ workspaceId, params, query }) => listRuns(prisma, workspaceId, params.id, query));
-  route(app, op["journeys.stats"], ({ workspaceId, params, query }) => journeyStats(prisma, workspaceId, params.id, query.version));
-};
+export const journeyRoutes =
+  (deps: { prisma: PrismaClient }): FastifyPluginAsync =>
+  async (app) => {
+    const { prisma } = deps;
+    route(app, op["journeys.upsert"], ({ workspaceId, body }) => upsertJourney(prisma, workspaceId, body));
+    route(app, op["journeys.list"], ({ workspaceId, query }) => listJourneys(prisma, workspaceId, query));
+    route(app, op["journeys.get"], async ({ workspaceId, params }) => toJourneyResource(await findJourney(prisma, workspaceId, params.id)));
+    route(app, op["journeys.delete"], ({ workspaceId, params }) => deleteJourney(prisma, workspaceId, params.id));
+    route(app, op["journeys.runs.list"], ({ workspaceId, params, query }) => listRuns(prisma, workspaceId, params.id, query));
+    route(app, op["journeys.stats"], ({ workspaceId, params, query }) => journeyStats(prisma, workspaceId, params.id, query.version));
+  };

@@ -5,9 +5,9 @@ import type { Channel, MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";
 import type { PrismaClient } from "../db/client.ts";
 import { param, sql } from "../db/sql.ts";
-import type { Metrics } from "../http/metrics.ts";
+import type { MessagingMetrics } from "./metrics.ts";
 import type { JobLog } from "../jobs/index.ts";
-import type { RenderPool } from "../templates/render-pool.ts";
+import type { RenderPool } from "../templates/index.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import {
   type Claimed,
@@ -49,7 +49,7 @@ export interface DelivererOptions {
   senders: Senders;
   renders: RenderPool;
   leaseSeconds: number;
-  metrics: Metrics;
+  metrics: MessagingMetrics;
   log: JobLog;
 }
 

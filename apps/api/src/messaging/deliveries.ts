@@ -4,7 +4,7 @@ import type { PrismaClient } from "../db/client.ts";
 import type { Delivery, Prisma } from "../generated/prisma/client.ts";
 import { notFound } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
-import { canonicalIds } from "../profiles/identities.ts";
+import { canonicalIds } from "../profiles/index.ts";
 
 export function toDeliveryRecord(d: Delivery, content = false): DeliveryRecord {
   return {

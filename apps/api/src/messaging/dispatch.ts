@@ -11,7 +11,7 @@
 import type { Channel } from "@tidings/schema";
 import type pg from "pg";
 import { ident, param, sql } from "../db/sql.ts";
-import type { MessageInput } from "../templates/render-pool.ts";
+import type { MessageInput } from "../templates/index.ts";
 import type { OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import type { StreamRef } from "./sources.ts";
 import { backoffMs } from "../lib/time.ts";

@@ -12,6 +12,7 @@ import type pg from "pg";
 import { prismaExecute, sql } from "../db/sql.ts";
 import type { Tx } from "../db/upsert.ts";
 import type { OutboxRow } from "./table.ts";
+export { registerOutboxGauge } from "./metrics.ts";
 
 export {
   appendChanges,

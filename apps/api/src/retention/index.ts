@@ -1,71 +1,34 @@
-// Retention on the job layer (TIDINGS_EVENT_RETENTION_DAYS, TIDINGS_DELIVERY_RETENTION_DAYS; off
-// by default). A recurring tick, once per deployment every hour, enqueues `retention.prune`; each
-// prune job runs one bounded slice (prune.ts) and, while old rows remain, enqueues its successor
-// with the cursor. The jobs share a named queue, so one runs at a time across every worker; were
-// two to run at once, their batches skip each other's rows (SKIP LOCKED) and each row is counted
-// by the one statement that removed it.
+// Retention: old events, segment history and rendered messages pruned in bounded slices on the
+// job layer (TIDINGS_EVENT_RETENTION_DAYS, TIDINGS_DELIVERY_RETENTION_DAYS; off by default).
 import type pg from "pg";
-import type { RetentionPolicy } from "../config.ts";
+import client from "prom-client";
 import type { JobLayer } from "../jobs/index.ts";
-import { PRUNE_KINDS, type PruneCursor, type PruneKind, pruneSlice, retentionEnabled } from "./prune.ts";
+import type { Registry } from "../http/metrics.ts";
+import type { Module } from "../http/module.ts";
+import type { RetentionPolicy } from "./prune.ts";
+import { Retention } from "./retention.ts";
 
-export { PRUNE_KINDS, type PruneCursor, type PruneKind, pruneSlice } from "./prune.ts";
+export { PRUNE_KINDS, type PruneCursor, type PruneKind, pruneSlice, type RetentionPolicy } from "./prune.ts";
+export type { Retention } from "./retention.ts";
 
-const TICK_TASK = "retention.tick";
-const PRUNE_TASK = "retention.prune";
-/** One prune job waits at a time (a tick finding it waiting replaces it: harmless, it starts over). */
-const PRUNE_KEY = "retention.prune";
-const PRUNE_QUEUE = "retention";
-const TICK_SECONDS = 3600;
-
-export interface RetentionOptions {
+export interface RetentionDeps {
   pool: pg.Pool;
   jobs: JobLayer;
+  registry: Registry;
   policy: RetentionPolicy;
   clock: () => number;
-  /** Rows pruned, by kind (the metric). */
-  onPruned: (kind: PruneKind, rows: number) => void;
-  /** Rows per statement (default 5 000). */
-  batchSize?: number;
-  /** How long one job prunes before it yields to its successor (default 2 000 ms). */
-  sliceMs?: number;
+  /** Rows per statement and slice length (tests make them small). */
+  slices?: { batchSize: number; sliceMs: number };
 }
 
-export class Retention {
-  constructor(private o: RetentionOptions) {}
-
-  get enabled(): boolean {
-    return retentionEnabled(this.o.policy);
-  }
-
-  /** Registers the tasks (always, so a job left from a start with retention on finds its handler). */
-  register() {
-    const { jobs } = this.o;
-    jobs.register(TICK_TASK, () => this.wake());
-    jobs.register(PRUNE_TASK, (payload: { cursor?: PruneCursor }, job) => this.prune(payload.cursor ?? null, job.stopping));
-    if (this.enabled) jobs.recurring(TICK_TASK, TICK_SECONDS);
-  }
-
-  /** Starts a pruning pass now (nothing when retention is off). */
-  async wake() {
-    if (this.enabled) await this.o.jobs.add(PRUNE_TASK, {}, { key: PRUNE_KEY, queue: PRUNE_QUEUE });
-  }
-
-  private async prune(cursor: PruneCursor | null, stopping: AbortSignal) {
-    if (!this.enabled) return;
-    if (cursor && !PRUNE_KINDS.includes(cursor.kind)) cursor = null;
-    const next = await pruneSlice(
-      this.o.pool,
-      {
-        policy: this.o.policy,
-        batchSize: this.o.batchSize ?? 5000,
-        sliceMs: this.o.sliceMs ?? 2000,
-        now: this.o.clock(),
-        onPruned: this.o.onPruned,
-        stopping,
-      },
-      cursor,
-    );
-    if (next) await this.o.jobs.add(PRUNE_TASK, { cursor: next }, { key: PRUNE_KEY, queue: PRUNE_QUEUE });
-  }
+export function createRetention({ pool, jobs, registry, policy, clock, slices }: RetentionDeps) {
+  const pruned = new client.Counter({
+    name: "tidings_retention_pruned_total",
+    help: "Rows removed by retention: events, membership_changes (segment history), delivery_bodies (rendered messages cleared)",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+  });
+  const retention = new Retention({ pool, jobs, policy, clock, onPruned: (kind, rows) => pruned.inc({ kind }, rows), ...slices });
+  retention.register();
+  return { retention, module: {} satisfies Module };
 }

@@ -2,7 +2,6 @@
 // its own short transaction), and `pruneSlice` runs them workspace by workspace for a bounded
 // time, returning where the next slice resumes.
 import type pg from "pg";
-import type { RetentionPolicy } from "../config.ts";
 import { empty, type Param, param, type Sql, sql } from "../db/sql.ts";
 import { oldestChangeOf } from "../outbox/index.ts";
 
@@ -54,6 +53,14 @@ const BATCH: Record<PruneKind, (ws: Param, cutoff: Date, size: number) => Sql> =
 };
 
 /** The age beyond which `kind` is pruned, or null when its retention is off. */
+/** How long what is kept is kept, in days (null: forever). */
+export interface RetentionPolicy {
+  /** Events older than this (by event time) and segment membership history as old are deleted. */
+  eventDays: number | null;
+  /** Settled deliveries created longer ago than this lose their rendered message (the row stays). */
+  deliveryDays: number | null;
+}
+
 function retentionDays(policy: RetentionPolicy, kind: PruneKind): number | null {
   return kind === "delivery_bodies" ? policy.deliveryDays : policy.eventDays;
 }

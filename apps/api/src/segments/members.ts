@@ -5,7 +5,7 @@ import type { PrismaClient } from "../db/client.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { ApiError } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
-import { resolveDisjoint } from "../profiles/identities.ts";
+import { resolveDisjoint } from "../profiles/index.ts";
 import { outboxKey, recordChange } from "../outbox/index.ts";
 import { definitionOf, findSegment } from "./service.ts";
 

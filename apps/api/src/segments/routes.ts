@@ -1,17 +1,19 @@
 // Admin routes for segments and their hand-set members.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../app/context.ts";
+import type { PrismaClient } from "../db/client.ts";
 import { route } from "../http/route.ts";
 import { changeMembers, listSegmentUsers } from "./members.ts";
 import { deleteSegment, findSegment, listSegments, toSegmentResource, upsertSegment } from "./service.ts";
 
-export const segmentRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const { prisma } = ctx.db;
-  route(app, op["segments.upsert"], ({ workspaceId, body }) => upsertSegment(prisma, workspaceId, body));
-  route(app, op["segments.list"], ({ workspaceId, query }) => listSegments(prisma, workspaceId, query));
-  route(app, op["segments.get"], async ({ workspaceId, params }) => toSegmentResource(await findSegment(prisma, workspaceId, params.id)));
-  route(app, op["segments.delete"], ({ workspaceId, params }) => deleteSegment(prisma, workspaceId, params.id));
-  route(app, op["segments.members.put"], ({ workspaceId, params, body }) => changeMembers(prisma, workspaceId, params.id, body));
-  route(app, op["segments.users.list"], ({ workspaceId, params, query }) => listSegmentUsers(prisma, workspaceId, params.id, query));
-};
+export const segmentRoutes =
+  (deps: { prisma: PrismaClient }): FastifyPluginAsync =>
+  async (app) => {
+    const { prisma } = deps;
+    route(app, op["segments.upsert"], ({ workspaceId, body }) => upsertSegment(prisma, workspaceId, body));
+    route(app, op["segments.list"], ({ workspaceId, query }) => listSegments(prisma, workspaceId, query));
+    route(app, op["segments.get"], async ({ workspaceId, params }) => toSegmentResource(await findSegment(prisma, workspaceId, params.id)));
+    route(app, op["segments.delete"], ({ workspaceId, params }) => deleteSegment(prisma, workspaceId, params.id));
+    route(app, op["segments.members.put"], ({ workspaceId, params, body }) => changeMembers(prisma, workspaceId, params.id, body));
+    route(app, op["segments.users.list"], ({ workspaceId, params, query }) => listSegmentUsers(prisma, workspaceId, params.id, query));
+  };

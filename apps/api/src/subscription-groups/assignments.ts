@@ -6,7 +6,7 @@ import { prismaExecute, sql } from "../db/sql.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { outboxKey, recordChange } from "../outbox/index.ts";
-import { resolveDisjoint } from "../profiles/identities.ts";
+import { resolveDisjoint } from "../profiles/index.ts";
 import { findSubscriptionGroup } from "./service.ts";
 
 export async function assignSubscriptions(

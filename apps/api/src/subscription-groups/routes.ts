@@ -1,7 +1,7 @@
 // Admin routes for subscription groups and users' assignments to them.
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
-import type { AppContext } from "../app/context.ts";
+import type { PrismaClient } from "../db/client.ts";
 import { route } from "../http/route.ts";
 import { assignSubscriptions, listAssignments } from "./assignments.ts";
 import {
@@ -12,18 +12,20 @@ import {
   upsertSubscriptionGroup,
 } from "./service.ts";
 
-export const subscriptionGroupRoutes: FastifyPluginAsync<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const { prisma } = ctx.db;
-  route(app, op["subscriptionGroups.upsert"], ({ workspaceId, body }) => upsertSubscriptionGroup(prisma, workspaceId, body));
-  route(app, op["subscriptionGroups.list"], ({ workspaceId, query }) => listSubscriptionGroups(prisma, workspaceId, query));
-  route(app, op["subscriptionGroups.get"], async ({ workspaceId, params }) =>
-    toSubscriptionGroupResource(await findSubscriptionGroup(prisma, workspaceId, params.id)),
-  );
-  route(app, op["subscriptionGroups.delete"], ({ workspaceId, params }) => deleteSubscriptionGroup(prisma, workspaceId, params.id));
-  route(app, op["subscriptionGroups.assignments.put"], ({ workspaceId, params, body }) =>
-    assignSubscriptions(prisma, workspaceId, params.id, body),
-  );
-  route(app, op["subscriptionGroups.assignments.list"], ({ workspaceId, params, query }) =>
-    listAssignments(prisma, workspaceId, params.id, query),
-  );
-};
+export const subscriptionGroupRoutes =
+  (deps: { prisma: PrismaClient }): FastifyPluginAsync =>
+  async (app) => {
+    const { prisma } = deps;
+    route(app, op["subscriptionGroups.upsert"], ({ workspaceId, body }) => upsertSubscriptionGroup(prisma, workspaceId, body));
+    route(app, op["subscriptionGroups.list"], ({ workspaceId, query }) => listSubscriptionGroups(prisma, workspaceId, query));
+    route(app, op["subscriptionGroups.get"], async ({ workspaceId, params }) =>
+      toSubscriptionGroupResource(await findSubscriptionGroup(prisma, workspaceId, params.id)),
+    );
+    route(app, op["subscriptionGroups.delete"], ({ workspaceId, params }) => deleteSubscriptionGroup(prisma, workspaceId, params.id));
+    route(app, op["subscriptionGroups.assignments.put"], ({ workspaceId, params, body }) =>
+      assignSubscriptions(prisma, workspaceId, params.id, body),
+    );
+    route(app, op["subscriptionGroups.assignments.list"], ({ workspaceId, params, query }) =>
+      listAssignments(prisma, workspaceId, params.id, query),
+    );
+  };

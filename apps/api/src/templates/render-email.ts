@@ -3,7 +3,6 @@
 // render threads (templates/render-pool.ts).
 import type { RenderedFields } from "@tidings/schema";
 import { convert } from "html-to-text";
-import type { EmailRendered } from "../messaging/channels/types.ts";
 
 const TEXT_OPTIONS = {
   // RFC 5322 recommends lines of at most 78 characters.
@@ -14,6 +13,20 @@ const TEXT_OPTIONS = {
     { selector: "img", format: "skip" },
   ],
 };
+
+/** An Email as sent: its fields rendered, and the plain-text part derived from the HTML. */
+export interface EmailRendered {
+  from: string;
+  subject: string;
+  /** HTML body, interpolated values already escaped. */
+  html: string;
+  /** Plain-text part derived from the HTML. */
+  text: string;
+  replyTo?: string;
+  cc?: string;
+  bcc?: string;
+  headers?: Record<string, string>;
+}
 
 /** The plain-text alternative of an HTML body. */
 export const htmlToText = (html: string): string => convert(html, TEXT_OPTIONS);

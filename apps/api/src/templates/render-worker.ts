@@ -4,7 +4,7 @@
 import type { ErrorIssue, MessageTemplateDefinition } from "@tidings/schema";
 import { workerData } from "piscina";
 import { emailFromFields } from "./render-email.ts";
-import { signUnsubscribeToken, unsubscribeUrl } from "../subscription-groups/unsubscribe-token.ts";
+import { signUnsubscribeToken, unsubscribeUrl } from "../subscription-groups/index.ts";
 import { liquidSyntaxIssues, type RenderBudget, type RenderScope, renderFields, unresolvedVariables } from "./liquid.ts";
 import type { MessageInput, MessageRender, PreviewRender, RenderThreadSettings } from "./render-pool.ts";
 

@@ -3,7 +3,7 @@
 // later, or allow-listed — but the PUT answers a warning, so the first failed delivery is not the
 // first sign. The check is the sender's own guard (messaging/channels/webhook-guard.ts).
 import type { MessageTemplateDefinition, TemplateWarning } from "@tidings/schema";
-import type { OutboundGuard } from "../outbound/guard.ts";
+import type { OutboundGuard } from "../outbound/index.ts";
 
 /** How long a PUT waits for a webhook host name to resolve before it warns that it could not. */
 export const WEBHOOK_LOOKUP_TIMEOUT_MS = 1000;

@@ -1,5 +1,5 @@
 // Read side of ingestion: profiles (with linked identities resolved) and event listings.
-import { userRuns } from "../journeys/runs.ts";
+import { userRuns } from "../journeys/index.ts";
 import type { EventListQuery, EventRecord, EventType, UserListQuery, UserResource } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import { prismaExecute, sql } from "../db/sql.ts";
@@ -7,8 +7,8 @@ import type { Prisma } from "../generated/prisma/client.ts";
 import { badRequest, notFound } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { resolveIdentity } from "../profiles/index.ts";
-import { MAX_TIME, MIN_TIME } from "../ingest/normalize.ts";
-import { findSegment } from "../segments/service.ts";
+import { MAX_TIME, MIN_TIME } from "../ingest/index.ts";
+import { findSegment } from "../segments/index.ts";
 
 type EventRow = {
   messageId: string;

@@ -5,7 +5,7 @@ import { contractsById as op } from "@tidings/schema";
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerAdminAuth } from "../../src/auth/admin-plugin.ts";
-import type { AppContext } from "../../src/app/context.ts";
+import type { KeyStore } from "../../src/auth/keys.ts";
 import { route } from "../../src/http/route.ts";
 import { createTestApp, ROOT_KEY, type TestApp } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";
@@ -44,7 +44,7 @@ describe("the admin plugin", () => {
 });
 
 describe("routes the admin API cannot guard stop the boot", () => {
-  const ctx = { keys: {}, config: { rootKey: "k" } } as unknown as AppContext;
+  const ctx = { keys: {} as KeyStore, rootKey: "k" };
 
   it("a route without a contract inside the admin plugin", async () => {
     const app = Fastify();

@@ -10,9 +10,9 @@ import { inject } from "vitest";
 import { loadConfig, type ResolvedConfig } from "../../src/config.ts";
 import { createDb } from "../../src/db/client.ts";
 import { freePort } from "../../src/db/embedded.ts";
-import { buildApp } from "../../src/http/app.ts";
+import { buildApp } from "../../src/app/http.ts";
 import { registerErrorHandling } from "../../src/http/errors.ts";
-import { createContext } from "../../src/app/server.ts";
+import { createSystem as createContext } from "../../src/app/system.ts";
 import { createTestDatabase } from "../support/app.ts";
 import { thrown } from "../support/http.ts";
 

@@ -96,9 +96,9 @@ describe("back-pressure", () => {
   });
 
   it("answers 503 UNAVAILABLE with Retry-After while the queue is full", async () => {
-    const original = t.ctx.ingestor;
-    const small = ingestor({ maxQueuedEvents: 2 });
-    t.ctx.ingestor = small;
+    // A replica of the server on the same database whose ingestion queues at most 2 events.
+    const replica = await createTestApp({ databaseUrl: t.databaseUrl, ingestMaxQueuedEvents: 2 });
+    const small = replica.ctx.ingestor;
     const blocked = track("http-a");
     const holder = await holdMessageId(blocked.messageId);
     let pending: Promise<unknown>[] = [];
@@ -107,7 +107,7 @@ describe("back-pressure", () => {
       await waitUntilBlockedBy(holder.pid);
       // Queued instead of refused, the request would wait for the held transaction.
       const res = await Promise.race([
-        ingest(t, "track", { userId: "http-c", event: "Clicked" }),
+        ingest(replica, "track", { userId: "http-c", event: "Clicked" }),
         new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000)),
       ]);
       expect(res, "the request was queued beyond the bound instead of refused").not.toBeNull();
@@ -116,10 +116,9 @@ describe("back-pressure", () => {
     } finally {
       await holder.client.query("ROLLBACK");
       holder.client.release();
-      t.ctx.ingestor = original;
     }
     await Promise.all(pending);
-    await small.close();
+    await replica.close();
   });
 
   it("refuses work after close", async () => {

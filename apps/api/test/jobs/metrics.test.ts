@@ -1,7 +1,8 @@
 // /metrics reports the job queue: how many jobs are due and free to take, and how long the
 // oldest of them has waited.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createMetrics } from "../../src/http/metrics.ts";
+import { createRegistry } from "../../src/http/metrics.ts";
+import { registerJobGauges } from "../../src/jobs/index.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { scrapeMetrics } from "../support/http.ts";
 
@@ -42,8 +43,9 @@ describe("job queue gauges", () => {
   });
 
   it("read NaN rather than failing the scrape when the queue cannot be read", async () => {
-    const metrics = createMetrics({ queueStats: () => Promise.reject(new Error("database down")) });
-    const text = await metrics.registry.metrics();
+    const registry = createRegistry();
+    registerJobGauges(registry, { queueStats: () => Promise.reject(new Error("database down")) });
+    const text = await registry.metrics();
     expect(text).toMatch(/^tidings_jobs_queue_depth Nan$/m);
     expect(text).toMatch(/^tidings_jobs_oldest_age_seconds Nan$/m);
   });

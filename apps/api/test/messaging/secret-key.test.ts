@@ -64,7 +64,7 @@ describe("TIDINGS_SECRET_KEY at boot", () => {
     );
 
     const rotated = await start({ TIDINGS_SECRET_KEY: KEY_B, TIDINGS_SECRET_KEY_PREVIOUS: KEY_A });
-    const forSending = await providerForSending(rotated.ctx.db.prisma, new SecretBox(KEY_B), ws.workspaceId!, "Email");
+    const forSending = await providerForSending(rotated.system.db.prisma, new SecretBox(KEY_B), ws.workspaceId!, "Email");
     expect(forSending?.config).toMatchObject({ password: PASSWORD });
     const got = await rotated.app.inject({ method: "GET", url: "/api/admin/providers", headers: bearer(ws.adminApiKey!) });
     expect(got.statusCode).toBe(200);

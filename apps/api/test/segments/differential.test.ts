@@ -10,7 +10,7 @@ import type { SegmentDefinition } from "@tidings/schema";
 import { hasManualNode } from "@tidings/schema";
 import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
-import type { ContextOptions } from "../../src/app/server.ts";
+import type { SystemOptions as ContextOptions } from "../../src/app/system.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { basic, bearer, request } from "../support/http.ts";
 import { definitionSet, type DefinitionContext, DAY, HOUR, MIN, Rng, Sim, type WireEvent } from "./random-world.ts";

@@ -5,9 +5,9 @@ import pg from "pg";
 import { inject } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import { loadConfig, type ResolvedConfig } from "../../src/config.ts";
-import { type BuildOptions, buildApp } from "../../src/http/app.ts";
-import type { AppContext } from "../../src/app/context.ts";
-import { type ContextOptions, createContext } from "../../src/app/server.ts";
+import { type BuildOptions, buildApp } from "../../src/app/http.ts";
+import type { System as AppContext } from "../../src/app/system.ts";
+import { createSystem as createContext, type SystemOptions as ContextOptions } from "../../src/app/system.ts";
 
 export const ROOT_KEY = "test-root-key-0123456789abcdef";
 
@@ -52,7 +52,7 @@ export async function createDatabase(options: string): Promise<string> {
 export async function createTestApp(
   overrides: Partial<ResolvedConfig> & ContextOptions & Pick<BuildOptions, "logStream"> = {},
 ): Promise<TestApp> {
-  const { clock, segmentsHeavyIngestion, retentionSlices, logStream, ...configOverrides } = overrides;
+  const { clock, segmentsHeavyIngestion, retentionSlices, ingestMaxQueuedEvents, logStream, ...configOverrides } = overrides;
   // A second app on another's database (`databaseUrl` given) stands for another replica.
   const databaseUrl = configOverrides.databaseUrl ?? (await createTestDatabase());
   const config: ResolvedConfig = {
@@ -68,6 +68,7 @@ export async function createTestApp(
     ...(clock ? { clock } : {}),
     ...(segmentsHeavyIngestion ? { segmentsHeavyIngestion } : {}),
     ...(retentionSlices ? { retentionSlices } : {}),
+    ...(ingestMaxQueuedEvents ? { ingestMaxQueuedEvents } : {}),
   });
   const app = await buildApp(ctx, logStream ? { logStream } : {});
   await ctx.jobs.start();
@@ -85,12 +86,7 @@ export async function createTestApp(
     newWorkspace,
     async close() {
       await app.close();
-      await ctx.ingestor.close();
-      await ctx.jobs.stop();
-      await ctx.sends.close();
-      await ctx.senders.close();
-      await ctx.renders.close();
-      await ctx.db.close();
+      await ctx.close();
     },
   };
 }

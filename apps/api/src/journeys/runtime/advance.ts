@@ -7,9 +7,9 @@ import { EXIT_NODE_ID, type JourneyBodyNode, type JourneyDefinition } from "@tid
 import type pg from "pg";
 import { param, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
-import { membersNow } from "../../segments/engine/evaluate.ts";
+import { membersNow } from "../../segments/index.ts";
 import { queueJourneyMessages } from "../delivery-source.ts";
-import type { SendJobs } from "../../messaging/send-jobs.ts";
+import type { SendJobs } from "../../messaging/index.ts";
 import { type Outcome, type RunState, runNode, type StepContext } from "./nodes.ts";
 
 /** A running journey, as the runtime reads it. */

@@ -10,7 +10,7 @@ import { inTransaction } from "../../db/transaction.ts";
 import type { OutboxRow } from "../../outbox/index.ts";
 import { outboxKey } from "../../outbox/index.ts";
 import type { LiveJourney } from "./advance.ts";
-import type { EnterHook } from "../../segments/engine/evaluate.ts";
+import type { EnterHook } from "../../segments/index.ts";
 
 /** Signals taken per transaction. */
 const SIGNAL_BATCH = 5000;

@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import type { DelayVariant, JourneyBodyNode } from "@tidings/schema";
 import type pg from "pg";
 import { sql } from "../../db/sql.ts";
-import { membersNow } from "../../segments/engine/evaluate.ts";
+import { membersNow } from "../../segments/index.ts";
 
 /** A run as the runtime holds it while advancing it. */
 export interface RunState {

@@ -9,7 +9,7 @@ import { format } from "node:util";
 import type { SmtpConfig } from "@tidings/schema";
 import pMap from "p-map";
 import nodemailer, { type NodemailerError, type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from "nodemailer";
-import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/guard.ts";
+import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/index.ts";
 import type { ChannelSender, EmailRendered, OutgoingMessage, PermanentFailure, SenderLog, SendOutcome, TransientFailure } from "./types.ts";
 
 export type SmtpSenderConfig = SmtpConfig & { password?: string };

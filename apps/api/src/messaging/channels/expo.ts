@@ -8,7 +8,7 @@
 // Tickets only say Expo accepted the message; delivery receipts (push/getReceipts) come later.
 import type { ExpoConfig } from "@tidings/schema";
 import pMap from "p-map";
-import type { OutboundGuard } from "../../outbound/guard.ts";
+import type { OutboundGuard } from "../../outbound/index.ts";
 import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, PushRendered, SendOutcome } from "./types.ts";
 

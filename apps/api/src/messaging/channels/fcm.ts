@@ -12,7 +12,7 @@
 import { createHash, createPrivateKey, sign, type KeyObject } from "node:crypto";
 import type { FcmConfig } from "@tidings/schema";
 import pMap from "p-map";
-import type { OutboundGuard } from "../../outbound/guard.ts";
+import type { OutboundGuard } from "../../outbound/index.ts";
 import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, PermanentFailure, PushRendered, SendOutcome, TransientFailure } from "./types.ts";
 

@@ -4,7 +4,7 @@ import { EmailSender } from "./email.ts";
 import { ExpoSender } from "./expo.ts";
 import { FcmSender } from "./fcm.ts";
 import { LogSender } from "./log.ts";
-import type { OutboundGuard } from "../../outbound/guard.ts";
+import type { OutboundGuard } from "../../outbound/index.ts";
 import { TwilioSender } from "./twilio.ts";
 import type { SenderLog } from "./types.ts";
 import { WebhookSender } from "./webhook.ts";

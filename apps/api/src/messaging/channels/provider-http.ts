@@ -3,7 +3,7 @@
 // whose sockets resolve through it; and for those and the webhook the one Retry-After parser and
 // classification of transient statuses. Bounded concurrency is p-map's.
 import type { Dispatcher } from "undici";
-import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/guard.ts";
+import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/index.ts";
 import type { PermanentFailure, TransientFailure } from "./types.ts";
 
 export const DEFAULT_TIMEOUT_MS = 15_000;

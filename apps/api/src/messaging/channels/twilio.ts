@@ -6,7 +6,7 @@
 // Errors answer a JSON body {code, message, more_info, status}.
 import type { TwilioConfig } from "@tidings/schema";
 import pMap from "p-map";
-import type { OutboundGuard } from "../../outbound/guard.ts";
+import type { OutboundGuard } from "../../outbound/index.ts";
 import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome, SmsRendered } from "./types.ts";
 

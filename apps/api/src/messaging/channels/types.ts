@@ -2,6 +2,10 @@
 // the delivery pipeline (send-jobs.ts, deliver.ts) claims rows, renders, calls `send` and marks the
 // outcome. Senders never touch the database.
 
+import type { EmailRendered } from "../../templates/index.ts";
+
+export type { EmailRendered };
+
 /** One message to send, rendered. */
 export interface OutgoingMessage<Rendered = Record<string, unknown>> {
   /** The delivery's id: the idempotency key (webhook-id, Expo/FCM/Twilio where they take one). */
@@ -15,18 +19,6 @@ export interface OutgoingMessage<Rendered = Record<string, unknown>> {
   unsubscribeUrl?: string;
 }
 
-export interface EmailRendered {
-  from: string;
-  subject: string;
-  /** HTML body, interpolated values already escaped. */
-  html: string;
-  /** Plain-text part derived from the HTML. */
-  text: string;
-  replyTo?: string;
-  cc?: string;
-  bcc?: string;
-  headers?: Record<string, string>;
-}
 export interface SmsRendered {
   body: string;
 }

@@ -11,7 +11,7 @@ import type { WebhookConfig } from "@tidings/schema";
 import pMap from "p-map";
 import { isTransientStatus, parseRetryAfter } from "./provider-http.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome, WebhookRendered } from "./types.ts";
-import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/guard.ts";
+import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/index.ts";
 
 export interface WebhookSenderOptions {
   /** Every URL and redirect goes through it (its allow-list, its DNS cache). */

@@ -2,7 +2,7 @@
 // sends check again, on the addresses they connect to): a destination the guard would refuse is
 // saved with a warning, so the first failed delivery is not the first sign.
 import type { ProviderType, TemplateWarning } from "@tidings/schema";
-import type { OutboundGuard } from "../../outbound/guard.ts";
+import type { OutboundGuard } from "../../outbound/index.ts";
 
 /** How long a PUT waits for a destination's host name to resolve before it warns that it could not. */
 const LOOKUP_TIMEOUT_MS = 1000;

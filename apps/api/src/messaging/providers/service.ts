@@ -19,7 +19,7 @@ import type { ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound, zodIssues } from "../../lib/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../../http/pagination.ts";
 import { type SecretBox, SecretDecryptionError } from "../../lib/secrets.ts";
-import type { OutboundGuard } from "../../outbound/guard.ts";
+import type { OutboundGuard } from "../../outbound/index.ts";
 import { destinationWarnings } from "./destinations.ts";
 import { endpointIssues, maskedConfig, mergePlain, mergeSecrets, type Secrets } from "./config.ts";
 

@@ -3,7 +3,7 @@
 // trait history add their CTEs and joins to the query through the scope (compile.ts builds it).
 import type { PropertyCondition, PropertyOperator, SegmentNode, SegmentNodeType, SegmentOperator } from "@tidings/schema";
 import { join, raw, type Sql, sql } from "../../db/sql.ts";
-import type { SegmentInputs, SubscriptionGroupTypes } from "./compile.ts";
+import type { SegmentInputs, SubscriptionGroupTypes } from "./inputs.ts";
 
 /** A condition on a profile, and the instants (> now) at which it could flip. */
 export interface Condition {

@@ -8,26 +8,12 @@
 // next_at), next_at being the next instant after now at which the result could change with no
 // new data (a window opening or closing), or NULL.
 import { manualSegmentDefinition, SegmentDefinition, type SegmentNode } from "@tidings/schema";
-import { join, type Param, param, raw, type Sql, sql } from "../../db/sql.ts";
+import { join, raw, type Sql, sql } from "../../db/sql.ts";
 import { outboxKey } from "../../outbox/index.ts";
 import { type Condition, compileNode, least, type ScopeCopy } from "./compile-nodes.ts";
+import type { SegmentInputs, SubscriptionGroupTypes } from "./inputs.ts";
 
-/** What a compiled query is evaluated for, as parameters the statement around it may use too. */
-export interface SegmentInputs {
-  workspaceId: Param;
-  /** The segment's id: RandomBucket's hash and Manual's members. */
-  segmentId: Param;
-  /** The instant evaluated at (timestamptz). */
-  now: Param;
-  /** The profile ids evaluated (text[]), or null for every profile of the workspace. */
-  scope: Param;
-}
-
-export function segmentInputs(workspaceId: string, segmentId: string, now: Date, scope: string[] | null): SegmentInputs {
-  return { workspaceId: param(workspaceId), segmentId: param(segmentId), now: param(now), scope: param(scope) };
-}
-
-export type SubscriptionGroupTypes = ReadonlyMap<string, "OptIn" | "OptOut">;
+export { type SegmentInputs, type SubscriptionGroupTypes, segmentInputs } from "./inputs.ts";
 
 /**
  * A definition read back from the database (a segment's, a broadcast's inline audience), parsed

@@ -10,7 +10,6 @@ import { inTransaction } from "../../db/transaction.ts";
 import type { ScopeCopy } from "./compile-nodes.ts";
 import { DrainProgress, type DrainedRow, type DrainTier } from "./drain-progress.ts";
 import { type EnterHook, evaluateSegment, subscriptionGroupTypes } from "./evaluate.ts";
-import type { SegmentEngineOptions } from "./index.ts";
 import { batchScopes, narrowScope } from "./scope.ts";
 import { type EventsRead, evaluationUnits, eventsRead, withScopeCopy } from "./scope-events.ts";
 import type { StoredSegment, StoredSegments } from "./stored.ts";
@@ -39,7 +38,21 @@ const PASSES_MS = 1000;
 type Work = { s: StoredSegment; ids: string[]; reads: EventsRead | null };
 
 /** The engine's settings a drain reads. */
-type DrainOptions = Pick<SegmentEngineOptions, "pool" | "heavyIngestion" | "outboxRead" | "onDrain" | "lag">;
+export interface DrainOptions {
+  pool: pg.Pool;
+  /**
+   * A drained batch touching at least `min` users and at least `share` of the workspace's users
+   * means heavy ingestion: the drain then takes up to `outboxRead.heavy` waiting outbox rows in
+   * one pass (their users are mostly the same). Default { min: 2000, share: 0.5 }.
+   */
+  heavyIngestion?: { min: number; share: number };
+  /** Outbox rows read per pass, normally and under heavy ingestion (tests make them small). */
+  outboxRead?: { batch: number; heavy: number };
+  /** Observes each drained pass of a tier: the outbox rows it read and the users it evaluated. */
+  onDrain?: (rows: number, users: number, tier: DrainTier) => void;
+  /** Observes how long each drained change waited: from its commit to its segments being current (s). */
+  lag?: (seconds: number) => void;
+}
 
 /** What a drain shares with its engine. */
 interface DrainLinks {
@@ -294,7 +307,7 @@ export class OutboxDrain {
   }
 
   /**
-   * Whether a full read's `batch` means heavy ingestion (SegmentEngineOptions.heavyIngestion). Its
+   * Whether a full read's `batch` means heavy ingestion (DrainOptions.heavyIngestion). Its
    * users are counted as sent: only the batch the pass then takes is resolved (resolveScope).
    */
   private async heavyIngestion(db: pg.PoolClient, workspaceId: string, batch: DrainedRow[]) {

@@ -15,7 +15,7 @@ import { limit, param, raw, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { JobLayer } from "../../jobs/index.ts";
 import { segmentDependencies, type SubscriptionGroupTypes } from "./compile.ts";
-import { OutboxDrain } from "./drain.ts";
+import { type DrainOptions, OutboxDrain } from "./drain.ts";
 import type { DrainTier } from "./drain-progress.ts";
 import { type EnterHook, evaluateSegment, membersQuery, subscriptionGroupTypes } from "./evaluate.ts";
 import { StoredSegments } from "./stored.ts";
@@ -30,24 +30,11 @@ const RECHECK_MS = 100;
 /** Timers re-evaluated per transaction. */
 const TIMER_BATCH = 5000;
 
-export interface SegmentEngineOptions {
-  pool: pg.Pool;
+export interface SegmentEngineOptions extends DrainOptions {
   jobs: JobLayer;
   /** The engine's clock (ms); tests move it. */
   clock: () => number;
   log?: (msg: string, err?: unknown) => void;
-  /**
-   * A drained batch touching at least `min` users and at least `share` of the workspace's users
-   * means heavy ingestion: the drain then takes up to `outboxRead.heavy` waiting outbox rows in
-   * one pass (their users are mostly the same). Default { min: 2000, share: 0.5 }.
-   */
-  heavyIngestion?: { min: number; share: number };
-  /** Outbox rows read per pass, normally and under heavy ingestion (tests make them small). */
-  outboxRead?: { batch: number; heavy: number };
-  /** Observes each drained pass of a tier: the outbox rows it read and the users it evaluated. */
-  onDrain?: (rows: number, users: number, tier: DrainTier) => void;
-  /** Observes how long each drained change waited: from its commit to its segments being current (s). */
-  lag?: (seconds: number) => void;
   /** The outbox's consumers besides the engine: each drained batch is handed to them before it is deleted. */
   consumers?: OutboxConsumers;
 }
