@@ -3,67 +3,30 @@
 import pMap from "p-map";
 import type { ApplyKind, ApplyRequestBody, ApplyRequestItem, ApplyResponse, ApplyResponseItem } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import type { Tx } from "../db/upsert.ts";
+import type { Tx, Upserted } from "../db/upsert.ts";
 import { ApiError } from "../lib/errors.ts";
 import type { OutboundGuard } from "../outbound/index.ts";
 import { upsertJourney } from "../journeys/index.ts";
 import { upsertSegment } from "../segments/index.ts";
 import { upsertSubscriptionGroup } from "../subscription-groups/index.ts";
 import type { RenderPool } from "../templates/index.ts";
-import { upsertTemplate } from "../templates/index.ts";
-import { webhookWarnings } from "../templates/index.ts";
+import { assertTemplateSyntax, upsertTemplate, webhookWarnings } from "../templates/index.ts";
 
 /** What a later kind may reference comes first (a segment names groups, a journey all three). */
 const ORDER: readonly ApplyKind[] = ["SubscriptionGroup", "Segment", "Template", "Journey"];
 
-interface Written {
-  id: string;
-  name: string;
-  /** Every service sets it (a template's is optional on the wire only). */
-  createdAt?: number;
-  updatedAt: number;
-}
-
-function upsertItem(
-  client: PrismaClient,
-  workspaceId: string,
-  item: ApplyRequestItem,
-  liquid: Pick<RenderPool, "syntaxIssues">,
-): Promise<Written> {
+/** What each kind's upsert answers, in the caller's transaction (the same service its PUT route runs). */
+function upsertItem(tx: Tx, workspaceId: string, item: ApplyRequestItem): Promise<Upserted<{ id: string; name: string }>> {
   switch (item.kind) {
     case "SubscriptionGroup":
-      return upsertSubscriptionGroup(client, workspaceId, item.resource);
+      return upsertSubscriptionGroup(tx, workspaceId, item.resource);
     case "Segment":
-      return upsertSegment(client, workspaceId, item.resource);
+      return upsertSegment(tx, workspaceId, item.resource);
     case "Template":
-      return upsertTemplate(client, workspaceId, item.resource, liquid);
+      return upsertTemplate(tx, workspaceId, item.resource);
     case "Journey":
-      return upsertJourney(client, workspaceId, item.resource);
+      return upsertJourney(tx, workspaceId, item.resource);
   }
-}
-
-/**
- * The services take a client and open their own transaction (src/db/upsert.ts), retrying once when
- * an insert races another. Here each of those transactions is a savepoint of the apply's one: a
- * failed attempt rolls back to it, as its own transaction would, and the retry runs as it does
- * alone. Everything else the client is asked for goes to the apply's transaction.
- */
-function savepointClient(tx: Tx): PrismaClient {
-  const $transaction = async <T>(work: (tx: Tx) => Promise<T>): Promise<T> => {
-    await tx.$executeRawUnsafe("SAVEPOINT apply_item");
-    try {
-      const result = await work(tx);
-      await tx.$executeRawUnsafe("RELEASE SAVEPOINT apply_item");
-      return result;
-    } catch (err) {
-      await tx.$executeRawUnsafe("ROLLBACK TO SAVEPOINT apply_item");
-      await tx.$executeRawUnsafe("RELEASE SAVEPOINT apply_item");
-      throw err;
-    }
-  };
-  return new Proxy(tx, {
-    get: (target, prop) => (prop === "$transaction" ? $transaction : Reflect.get(target, prop)),
-  }) as unknown as PrismaClient;
 }
 
 /** The error of one resource, saying which: `resources.2 (Segment "Pro users"): …`, issue paths under it. */
@@ -85,65 +48,78 @@ class DryRunDone extends Error {
   }
 }
 
-export async function applyResources(
-  prisma: PrismaClient,
-  workspaceId: string,
-  body: ApplyRequestBody,
-  options: { guard?: OutboundGuard; liquid: Pick<RenderPool, "syntaxIssues"> },
-): Promise<ApplyResponse> {
+/** 403 for a resource that names another workspace; the 400 of a template whose Liquid does not parse (before any transaction). */
+async function assertApplicable(workspaceId: string, body: ApplyRequestBody, liquid: Pick<RenderPool, "syntaxIssues">): Promise<void> {
   for (const [index, item] of body.resources.entries()) {
     const named = item.resource.workspaceId;
     if (named !== undefined && named !== workspaceId) {
       throw new ApiError("FORBIDDEN", `resources.${index}: this key may not act on workspace ${named}`);
     }
   }
+  for (const [index, item] of body.resources.entries()) {
+    if (item.kind !== "Template") continue;
+    await assertTemplateSyntax(liquid, item.resource).catch((err) => {
+      throw about(err, index, item);
+    });
+  }
+}
+
+/** Every resource upserted in `tx`, in dependency order; the answer in the request's order. */
+async function upsertAll(tx: Tx, workspaceId: string, body: ApplyRequestBody): Promise<ApplyResponse> {
   const dryRun = body.dryRun === true;
   const order = body.resources
     .map((item, index) => ({ item, index }))
     .sort((a, b) => ORDER.indexOf(a.item.kind) - ORDER.indexOf(b.item.kind));
-  const run = async (tx: Tx): Promise<ApplyResponse> => {
-    const client = savepointClient(tx);
-    const results: ApplyResponseItem[] = new Array(body.resources.length);
-    for (const { item, index } of order) {
-      // The upsert stamps what it writes with a time taken after this one; a row it neither
-      // creates nor changes keeps older stamps.
-      const before = Date.now();
-      let row: Written;
-      try {
-        row = await upsertItem(client, workspaceId, item, options.liquid);
-      } catch (err) {
-        throw about(err, index, item);
-      }
-      const result = (row.createdAt ?? 0) >= before ? "created" : row.updatedAt >= before ? "updated" : "unchanged";
-      // A dry run's new resource keyed by name has an id that will not be its id.
-      const id = dryRun && result === "created" && item.resource.id === undefined ? {} : { id: row.id };
-      results[index] = { kind: item.kind, name: row.name, ...id, result };
-    }
-    const response = { dryRun, resources: results };
-    if (dryRun) throw new DryRunDone(response);
-    return response;
-  };
+  const results: ApplyResponseItem[] = new Array(body.resources.length);
+  for (const { item, index } of order) {
+    const { value, action } = await upsertItem(tx, workspaceId, item).catch((err) => {
+      throw about(err, index, item);
+    });
+    // A dry run's new resource keyed by name has an id that will not be its id.
+    const id = dryRun && action === "created" && item.resource.id === undefined ? {} : { id: value.id };
+    results[index] = { kind: item.kind, name: value.name, ...id, result: action };
+  }
+  return { dryRun, resources: results };
+}
+
+export async function applyResources(
+  prisma: PrismaClient,
+  workspaceId: string,
+  body: ApplyRequestBody,
+  options: { guard?: OutboundGuard; liquid: Pick<RenderPool, "syntaxIssues"> },
+): Promise<ApplyResponse> {
+  await assertApplicable(workspaceId, body, options.liquid);
   let response: ApplyResponse;
   try {
     // Generous limits: up to 500 resources, each with its checks, in one transaction.
-    response = await prisma.$transaction(run, { maxWait: 10_000, timeout: 120_000 });
+    response = await prisma.$transaction(
+      async (tx) => {
+        const done = await upsertAll(tx, workspaceId, body);
+        if (done.dryRun) throw new DryRunDone(done);
+        return done;
+      },
+      { maxWait: 10_000, timeout: 120_000 },
+    );
   } catch (err) {
     if (!(err instanceof DryRunDone)) throw err;
     response = err.response;
   }
-  // Webhook URLs are checked as a template PUT checks them, after the transaction (host names are
-  // resolved, up to a second each), a few at a time (lookups share libuv's small thread pool).
-  const guard = options.guard;
-  if (guard) {
-    await pMap(
-      body.resources.entries(),
-      async ([index, item]) => {
-        if (item.kind !== "Template") return;
-        const warnings = await webhookWarnings(item.resource, { guard });
-        if (warnings.length) response.resources[index] = { ...response.resources[index]!, warnings };
-      },
-      { concurrency: 4 },
-    );
-  }
+  if (options.guard) await addWebhookWarnings(response, body, options.guard);
   return response;
+}
+
+/**
+ * Webhook URLs are checked as a template PUT checks them, after the transaction (host names are
+ * resolved, up to a second each), a few at a time (lookups share libuv's small thread pool).
+ */
+async function addWebhookWarnings(response: ApplyResponse, body: ApplyRequestBody, guard: OutboundGuard): Promise<void> {
+  await pMap(
+    body.resources.entries(),
+    async ([index, item]) => {
+      if (item.kind !== "Template") return;
+      const warnings = await webhookWarnings(item.resource, { guard });
+      if (warnings.length) response.resources[index] = { ...response.resources[index]!, warnings };
+    },
+    { concurrency: 4 },
+  );
 }

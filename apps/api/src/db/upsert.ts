@@ -6,8 +6,11 @@
 // - the matched row is locked (FOR UPDATE) before anything is compared or checked, so checks
 //   that other rows depend on (references, src/db/references.ts) see a row nobody else changes;
 // - an update that changes nothing (compared structurally) writes nothing: `updatedAt` stays;
-// - two first PUTs of one key at once both succeed: the one whose insert loses the race runs
-//   again and finds the other's row (then updates it, or finds it unchanged);
+// - two first PUTs of one key at once both succeed: the one whose insert loses the race rolls
+//   back to its savepoint, runs again and finds the other's row (then updates it, or finds it
+//   unchanged);
+// - the caller owns the transaction (a PUT route opens one, `apply` one for all its resources)
+//   and learns what was done: created, updated or unchanged.
 // - a key that belongs to another row (a rename onto a taken name, an id-keyed create whose name
 //   is taken) is a 409.
 import { isDeepStrictEqual } from "node:util";
@@ -15,9 +18,22 @@ import { Prisma } from "../generated/prisma/client.ts";
 import { ApiError } from "../lib/errors.ts";
 import type { PrismaClient } from "./client.ts";
 import { isUniqueViolation } from "./errors.ts";
-import { ident, prismaRows, type Sql, sql } from "./sql.ts";
+import { ident, prismaExecute, prismaRows, type Sql, sql } from "./sql.ts";
 
 export type Tx = Prisma.TransactionClient;
+
+export type UpsertAction = "created" | "updated" | "unchanged";
+
+/** What an upsert stored (`value`, in the form the caller wants) and what it did. */
+export interface Upserted<T> {
+  value: T;
+  action: UpsertAction;
+}
+
+/** Runs one upsert in a transaction of its own (a PUT route) and answers with what it stored. */
+export async function upsertAlone<T>(prisma: PrismaClient, work: (tx: Tx) => Promise<Upserted<T>>): Promise<T> {
+  return (await prisma.$transaction(work)).value;
+}
 
 /** Tables PUT upserts into; each has (workspace_id, id) as its primary key. */
 export type UpsertTable = "segments" | "message_templates" | "subscription_groups" | "channel_providers" | "journeys";
@@ -57,7 +73,6 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return isDeepStrictEqual(normal(a), normal(b));
 }
 
-/** Prisma's value for a nullable JSON column: null clears it. */
 /** A JSON column's value for Prisma: null stores SQL NULL, undefined leaves the column as it is. */
 export const jsonColumn = (value: unknown) => (value === null ? Prisma.DbNull : (value as Prisma.InputJsonValue));
 
@@ -76,52 +91,58 @@ function keyTaken<Row, Create, Update>(spec: UpsertSpec<Row, Create, Update>, wh
   return new ApiError(err.code, `${err.message}${hint}`, err.issues, err.headers);
 }
 
-/** The insert of this attempt lost a race on a unique key: run the whole transaction again. */
+/** The insert of this attempt lost a race on a unique key: roll back to the savepoint and run again. */
 class InsertRaced extends Error {}
 
-export async function upsert<Row, Create, Update>(prisma: PrismaClient, spec: UpsertSpec<Row, Create, Update>): Promise<Row> {
+/** Upserts in the caller's transaction `tx`; the value is the stored row. */
+export async function upsert<Row, Create, Update>(tx: Tx, spec: UpsertSpec<Row, Create, Update>): Promise<Upserted<Row>> {
+  await prismaExecute(tx, sql`SAVEPOINT upsert_attempt`);
   try {
-    return await prisma.$transaction((tx) => upsertOnce(tx, spec, false));
+    const done = await upsertOnce(tx, spec, false);
+    await prismaExecute(tx, sql`RELEASE SAVEPOINT upsert_attempt`);
+    return done;
   } catch (err) {
+    await prismaExecute(tx, sql`ROLLBACK TO SAVEPOINT upsert_attempt`);
+    await prismaExecute(tx, sql`RELEASE SAVEPOINT upsert_attempt`);
     if (!(err instanceof InsertRaced)) throw err;
-    // Another PUT inserted the key just before us: this attempt finds its row. (Lost a second
-    // time, the key belongs to a row this request does not name: upsertOnce answers 409.)
-    return prisma.$transaction((tx) => upsertOnce(tx, spec, true));
+    // Another PUT inserted the key just before us (its commit ended our insert's wait): this
+    // attempt's statements see its row. (Lost a second time, the key belongs to a row this
+    // request does not name: upsertOnce answers 409.)
+    return upsertOnce(tx, spec, true);
   }
 }
 
-async function upsertOnce<Row, Create, Update>(tx: Tx, spec: UpsertSpec<Row, Create, Update>, raced: boolean): Promise<Row> {
+async function upsertOnce<Row, Create, Update>(tx: Tx, spec: UpsertSpec<Row, Create, Update>, raced: boolean): Promise<Upserted<Row>> {
   const where = spec.id === undefined ? spec.key : sql`id = ${spec.id}::uuid`;
   const locked = await prismaRows<{ id: string }>(
     tx,
     sql`SELECT id::text FROM ${ident(spec.table)} WHERE workspace_id = ${spec.workspaceId}::uuid AND ${where} FOR UPDATE`,
   );
   const existing = locked[0] ? await spec.read(tx, locked[0].id) : null;
-  const now = new Date();
-
-  if (!existing) {
-    const write = { existing: null, create: spec.toCreate() } as const;
-    await spec.validate?.(tx, write);
-    let row: Row;
-    try {
-      row = await spec.insert(tx, write.create, now);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw raced ? keyTaken(spec, "create") : new InsertRaced();
-      throw err;
-    }
-    await spec.afterWrite?.(tx, row, write);
-    return row;
-  }
-
+  if (!existing) return { value: await create(tx, spec, raced), action: "created" };
   const update = spec.changes(existing);
-  if (update === null) return existing;
+  if (update === null) return { value: existing, action: "unchanged" };
   const write = { existing, update };
   await spec.validate?.(tx, write);
   let row: Row;
   try {
-    row = await spec.update(tx, existing, update, now);
+    row = await spec.update(tx, existing, update, new Date());
   } catch (err) {
     if (isUniqueViolation(err)) throw keyTaken(spec, "rename");
+    throw err;
+  }
+  await spec.afterWrite?.(tx, row, write);
+  return { value: row, action: "updated" };
+}
+
+async function create<Row, Create, Update>(tx: Tx, spec: UpsertSpec<Row, Create, Update>, raced: boolean): Promise<Row> {
+  const write = { existing: null, create: spec.toCreate() } as const;
+  await spec.validate?.(tx, write);
+  let row: Row;
+  try {
+    row = await spec.insert(tx, write.create, new Date());
+  } catch (err) {
+    if (isUniqueViolation(err)) throw raced ? keyTaken(spec, "create") : new InsertRaced();
     throw err;
   }
   await spec.afterWrite?.(tx, row, write);

@@ -154,7 +154,8 @@ class PgJobLayer implements JobLayer {
 
   recurring(task: string, seconds: number): void {
     this.beforeStart("recurring()");
-    if (!(seconds > 0 && Number.isFinite(seconds))) throw new Error(`jobs: recurring ${task}: interval must be a positive number of seconds`);
+    if (!(seconds > 0 && Number.isFinite(seconds)))
+      throw new Error(`jobs: recurring ${task}: interval must be a positive number of seconds`);
     this.recurringTasks.set(task, seconds);
   }
 
@@ -226,7 +227,8 @@ class PgJobLayer implements JobLayer {
     for (const [task, { handler, lane }] of this.handlers) {
       const seconds = this.recurringTasks.get(task);
       const list = lanes.get(lane) ?? {};
-      list[task] = seconds === undefined ? this.plainTask(handler) : recurringTask(this.pool, task, seconds, this.plainTask(handler), this.log);
+      list[task] =
+        seconds === undefined ? this.plainTask(handler) : recurringTask(this.pool, task, seconds, this.plainTask(handler), this.log);
       lanes.set(lane, list);
     }
     return lanes;

@@ -14,16 +14,15 @@ import {
 import { definitionFailure, FAILURE_CLEARED } from "../db/failing.ts";
 import type { PrismaClient } from "../db/client.ts";
 import { lockTargets, setHolds, type Target } from "../db/references.ts";
-import { prismaExecute, prismaRows, sql } from "../db/sql.ts";
-import { jsonColumn, sameJson, type Tx, upsert } from "../db/upsert.ts";
+import { sql } from "../db/sql.ts";
+import { jsonColumn, sameJson, type Tx, type Upserted, upsert } from "../db/upsert.ts";
 import type { Journey, Prisma } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
-import { lockDependents } from "../outbox/index.ts";
 import { compileDraft } from "./compile.ts";
-import { JourneyRuntime } from "./runtime/index.ts";
+import { applyTransition, transition } from "./lifecycle.ts";
 import { journeyUses, type Path } from "./usage.ts";
-import { assertStatusChange, referenceIssues } from "./validate.ts";
+import { referenceIssues } from "./validate.ts";
 
 export function toJourneyResource(row: Journey): JourneyResource {
   return {
@@ -129,8 +128,8 @@ async function assertStorable(tx: Tx, workspaceId: string, change: DefinitionCha
       );
     }
   }
-  assertStatusChange(from, next.status);
-  if (!running || from === "Running" || change.kind === "set") return;
+  const starts = transition(from, next.status).holds === "take";
+  if (!starts || change.kind === "set") return;
   if (!next.definition) {
     // Say what the draft still lacks: the one sent, else the stored one.
     const compiled = change.kind === "keep" && next.draft ? compileDraft(next.draft) : undefined;
@@ -152,33 +151,20 @@ async function assertStorable(tx: Tx, workspaceId: string, change: DefinitionCha
 }
 
 /**
- * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by name; omitted fields keep
- * their stored values; nothing changed, nothing written. A running journey holds what its
- * definition uses (src/db/references.ts): taken when it starts or its definition changes while
- * it runs, released when it is paused.
+ * PUT semantics (src/db/upsert.ts), in the caller's transaction: keyed by `id` when given, else by
+ * name; omitted fields keep their stored values; nothing changed, nothing written. What a status
+ * change does (holds, runtime, versions) is the lifecycle's (lifecycle.ts).
  */
-export async function upsertJourney(prisma: PrismaClient, workspaceId: string, body: UpsertJourneyRequestBody): Promise<JourneyResource> {
+export async function upsertJourney(tx: Tx, workspaceId: string, body: UpsertJourneyRequestBody): Promise<Upserted<JourneyResource>> {
   const change = definitionChange(body);
-  type Changes = Partial<JourneyFields>;
-  const row = await upsert<Journey, JourneyFields, Changes>(prisma, {
+  const done = await upsert<Journey, JourneyFields, Partial<JourneyFields>>(tx, {
     table: "journeys",
     workspaceId,
     id: body.id,
     key: sql`name = ${body.name}`,
     read: (tx, id) => tx.journey.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
     toCreate: () => fieldsAfter(body, change, null),
-    changes: (existing) => {
-      const next = fieldsAfter(body, change, existing);
-      const changes: Changes = {};
-      if (next.name !== existing.name) changes.name = next.name;
-      if (next.status !== existing.status) changes.status = next.status;
-      if (next.canRunMultiple !== existing.canRunMultiple) changes.canRunMultiple = next.canRunMultiple;
-      if (!sameJson(next.draft, existing.draft)) changes.draft = next.draft;
-      if (!sameJson(next.definition, existing.definition)) changes.definition = next.definition;
-      if (next.exitSegmentId !== existing.exitSegmentId) changes.exitSegmentId = next.exitSegmentId;
-      if (next.version !== existing.version) changes.version = next.version;
-      return Object.keys(changes).length > 0 ? changes : null;
-    },
+    changes: (existing) => journeyChanges(fieldsAfter(body, change, existing), existing),
     validate: (tx, write) => assertStorable(tx, workspaceId, change, write.existing, fieldsAfter(body, change, write.existing)),
     insert: (tx, fields, now) =>
       tx.journey.create({
@@ -198,88 +184,37 @@ export async function upsertJourney(prisma: PrismaClient, workspaceId: string, b
         where: { workspaceId_id: { workspaceId, id: existing.id } },
         data: {
           // A field left undefined is not written (Prisma), nor is a JSON column (jsonColumn).
-          name: changes.name,
-          status: changes.status,
-          canRunMultiple: changes.canRunMultiple,
+          ...changes,
           draft: jsonColumn(changes.draft),
           definition: jsonColumn(changes.definition),
-          exitSegmentId: changes.exitSegmentId,
-          version: changes.version,
           // A new version, or a journey started again, is tried at once.
           ...(changes.version !== undefined || changes.status !== undefined ? FAILURE_CLEARED : {}),
           statusUpdatedAt: changes.status !== undefined ? now : undefined,
           updatedAt: now,
         },
       }),
-    afterWrite: async (tx, row, write) => {
-      const before = write.existing;
-      if (row.version !== (before?.version ?? 0)) {
-        await prismaExecute(
-          tx,
-          sql`INSERT INTO journey_versions (workspace_id, journey_id, version, definition)
-          VALUES (${workspaceId}::uuid, ${row.id}::uuid, ${row.version}, ${JSON.stringify(row.definition)}::jsonb)`,
-        );
-      }
-      // A journey's entry event is a dependent of ingestion's commits (src/outbox) while it runs.
-      if (before?.status !== row.status || before.version !== row.version) await lockDependents(tx, workspaceId);
-      const held = before?.status === "Running";
-      const holds = row.status === "Running";
-      const usesChanged = before !== null && (before.version !== row.version || before.exitSegmentId !== row.exitSegmentId);
-      if (holds && (!held || usesChanged)) {
-        await setHolds(tx, workspaceId, { kind: "Journey", id: row.id }, await heldTargets(tx, workspaceId, row));
-      } else if (held && !holds) {
-        await setHolds(tx, workspaceId, { kind: "Journey", id: row.id }, []);
-      }
-      // The runtime learns of a start or a resume in this commit (jobs recorded with it).
-      const from = before?.status ?? "NotStarted";
-      const queries =
-        holds && from === "NotStarted"
-          ? JourneyRuntime.startQueries(workspaceId, row.id)
-          : holds && from === "Paused"
-            ? await resumeRuns(tx, workspaceId, row.id)
-            : [];
-      for (const q of queries) await prismaExecute(tx, q);
-    },
+    afterWrite: (tx, row, write) => applyTransition(tx, write.existing, row),
     keyTaken: () => nameTaken(body.name),
   });
-  return toJourneyResource(row);
+  return { ...done, value: toJourneyResource(done.value) };
+}
+
+/** The fields that differ from the stored journey's; null when none does. */
+function journeyChanges(next: JourneyFields, existing: Journey): Partial<JourneyFields> | null {
+  const changes: Partial<JourneyFields> = {};
+  if (next.name !== existing.name) changes.name = next.name;
+  if (next.status !== existing.status) changes.status = next.status;
+  if (next.canRunMultiple !== existing.canRunMultiple) changes.canRunMultiple = next.canRunMultiple;
+  if (!sameJson(next.draft, existing.draft)) changes.draft = next.draft;
+  if (!sameJson(next.definition, existing.definition)) changes.definition = next.definition;
+  if (next.exitSegmentId !== existing.exitSegmentId) changes.exitSegmentId = next.exitSegmentId;
+  if (next.version !== existing.version) changes.version = next.version;
+  return Object.keys(changes).length > 0 ? changes : null;
 }
 
 async function existingSegments(tx: Tx, workspaceId: string, ids: string[]) {
   const rows = await tx.segment.findMany({ where: { workspaceId, id: { in: ids } }, select: { id: true } });
   return new Set(rows.map((r) => r.id));
-}
-
-/**
- * What a running journey holds: what its definition and exit segment use, and what the versions
- * its active runs follow use (they finish on theirs) — those still in the workspace (a paused
- * journey held nothing; an old version's runs do without what was deleted meanwhile).
- */
-async function heldTargets(tx: Tx, workspaceId: string, row: Journey): Promise<Target[]> {
-  const wanted: Target[] = journeyUses(row.definition as JourneyDefinition);
-  if (row.exitSegmentId) wanted.push({ kind: "Segment", id: row.exitSegmentId });
-  const older = await prismaRows<{ definition: JourneyDefinition }>(
-    tx,
-    sql`SELECT v.definition FROM journey_versions v WHERE v.workspace_id = ${workspaceId}::uuid AND v.journey_id = ${row.id}::uuid
-      AND v.version <> ${row.version} AND EXISTS (SELECT 1 FROM journey_runs r WHERE r.workspace_id = v.workspace_id
-        AND r.journey_id = v.journey_id AND r.version = v.version AND r.status = 'Active')`,
-  );
-  for (const v of older) wanted.push(...journeyUses(v.definition));
-  const found = await lockTargets(tx, workspaceId, wanted);
-  return wanted.filter((t) => found[t.kind].has(t.id));
-}
-
-/**
- * A resumed journey's waiting runs look again at once: a wait may have been satisfied, or the
- * exit segment entered, while it was paused (enters are not recorded for a paused journey).
- */
-async function resumeRuns(tx: Tx, workspaceId: string, journeyId: string) {
-  await prismaExecute(
-    tx,
-    sql`UPDATE journey_runs SET due_at = now()
-    WHERE workspace_id = ${workspaceId}::uuid AND journey_id = ${journeyId}::uuid AND status = 'Active' AND waiting`,
-  );
-  return JourneyRuntime.wakeQueries(workspaceId);
 }
 
 /** Journeys ordered by name then id, keyset-paginated. */

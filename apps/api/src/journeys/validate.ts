@@ -1,8 +1,7 @@
-// Checks a journey's definition against the workspace (the structure is checked by the schema)
-// and its status changes.
-import type { JourneyDefinition, JourneyStatus } from "@tidings/schema";
+// Checks a journey's definition against the workspace (the structure is checked by the schema;
+// status changes by the lifecycle, lifecycle.ts).
+import type { JourneyDefinition } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import { badRequest } from "../lib/errors.ts";
 import { type JourneyUse, journeyUses, type Path } from "./usage.ts";
 
 export interface DefinitionIssue {
@@ -71,17 +70,4 @@ export async function referenceIssues(
     }
   }
   return issues;
-}
-
-const allowed: Record<JourneyStatus, JourneyStatus[]> = {
-  NotStarted: ["NotStarted", "Running"],
-  Running: ["Running", "Paused"],
-  Paused: ["Paused", "Running"],
-};
-
-/** NotStarted → Running ⇄ Paused; throws 400 for anything else. */
-export function assertStatusChange(from: JourneyStatus, to: JourneyStatus) {
-  if (allowed[from].includes(to)) return;
-  const why = to === "NotStarted" ? "a journey that has started cannot go back to NotStarted" : "only a running journey can be paused";
-  throw badRequest(`Status cannot change from ${from} to ${to}`, [{ path: "status", message: why }]);
 }

@@ -2,6 +2,7 @@
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { PrismaClient } from "../db/client.ts";
+import { upsertAlone } from "../db/upsert.ts";
 import { route } from "../http/route.ts";
 import { changeMembers, listSegmentUsers } from "./members.ts";
 import { deleteSegment, findSegment, listSegments, toSegmentResource, upsertSegment } from "./service.ts";
@@ -10,7 +11,7 @@ export const segmentRoutes =
   (deps: { prisma: PrismaClient }): FastifyPluginAsync =>
   async (app) => {
     const { prisma } = deps;
-    route(app, op["segments.upsert"], ({ workspaceId, body }) => upsertSegment(prisma, workspaceId, body));
+    route(app, op["segments.upsert"], ({ workspaceId, body }) => upsertAlone(prisma, (tx) => upsertSegment(tx, workspaceId, body)));
     route(app, op["segments.list"], ({ workspaceId, query }) => listSegments(prisma, workspaceId, query));
     route(app, op["segments.get"], async ({ workspaceId, params }) => toSegmentResource(await findSegment(prisma, workspaceId, params.id)));
     route(app, op["segments.delete"], ({ workspaceId, params }) => deleteSegment(prisma, workspaceId, params.id));

@@ -10,7 +10,7 @@ import {
 import type { PrismaClient } from "../db/client.ts";
 import { prismaExecute, sql } from "../db/sql.ts";
 import { deleteUnlessHeld, lockTargets, setHolds, type Target } from "../db/references.ts";
-import { sameJson, type Tx, upsert } from "../db/upsert.ts";
+import { sameJson, type Tx, type Upserted, upsert } from "../db/upsert.ts";
 import type { Prisma, Segment } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
@@ -102,12 +102,13 @@ interface SegmentFields {
 }
 
 /**
- * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by name. On update, an omitted
- * `definition` or `subscriptionGroupId` keeps the stored value; `updatedAt` moves only when
- * something changed and `definitionUpdatedAt` only when the definition did (compared structurally).
+ * PUT semantics (src/db/upsert.ts), in the caller's transaction: keyed by `id` when given, else by
+ * name. On update, an omitted `definition` or `subscriptionGroupId` keeps the stored value;
+ * `updatedAt` moves only when something changed and `definitionUpdatedAt` only when the
+ * definition did (compared structurally).
  */
-export async function upsertSegment(prisma: PrismaClient, workspaceId: string, body: UpsertSegmentRequestBody): Promise<SegmentResource> {
-  const row = await upsert<Segment, SegmentFields, Partial<SegmentFields>>(prisma, {
+export async function upsertSegment(tx: Tx, workspaceId: string, body: UpsertSegmentRequestBody): Promise<Upserted<SegmentResource>> {
+  const done = await upsert<Segment, SegmentFields, Partial<SegmentFields>>(tx, {
     table: "segments",
     workspaceId,
     id: body.id,
@@ -118,15 +119,7 @@ export async function upsertSegment(prisma: PrismaClient, workspaceId: string, b
       definition: body.definition ?? manualSegmentDefinition(),
       subscriptionGroupId: body.subscriptionGroupId ?? null,
     }),
-    changes: (existing) => {
-      const changes: Partial<SegmentFields> = {};
-      if (body.name !== existing.name) changes.name = body.name;
-      if (body.definition !== undefined && !sameJson(definitionOf(existing), body.definition)) changes.definition = body.definition;
-      if (body.subscriptionGroupId !== undefined && body.subscriptionGroupId !== existing.subscriptionGroupId) {
-        changes.subscriptionGroupId = body.subscriptionGroupId;
-      }
-      return Object.keys(changes).length > 0 ? changes : null;
-    },
+    changes: (existing) => segmentChanges(body, existing),
     validate: (tx) => lockGroups(tx, workspaceId, body),
     insert: (tx, fields, now) =>
       tx.segment.create({
@@ -151,23 +144,37 @@ export async function upsertSegment(prisma: PrismaClient, workspaceId: string, b
           updatedAt: now,
         },
       }),
-    afterWrite: async (tx, row, write) => {
-      if (write.existing === null || write.update.definition !== undefined) {
-        // What the segment depends on is known from now on, by every ingestion commit (src/outbox).
-        await lockDependents(tx, workspaceId);
-        const keys = segmentDependencies(definitionOf(row));
-        await prismaExecute(
-          tx,
-          sql`UPDATE segments SET depends_on = ${keys}::text[] WHERE workspace_id = ${workspaceId}::uuid AND id = ${row.id}::uuid`,
-        );
-      }
-      if (write.existing === null || write.update.definition !== undefined || write.update.subscriptionGroupId !== undefined) {
-        await holdGroups(tx, workspaceId, row);
-      }
-    },
+    afterWrite: (tx, row, write) => afterSegmentWrite(tx, row, write.existing === null ? null : write.update),
     keyTaken: () => nameTaken(body.name),
   });
-  return toSegmentResource(row);
+  return { ...done, value: toSegmentResource(done.value) };
+}
+
+function segmentChanges(body: UpsertSegmentRequestBody, existing: Segment): Partial<SegmentFields> | null {
+  const changes: Partial<SegmentFields> = {};
+  if (body.name !== existing.name) changes.name = body.name;
+  if (body.definition !== undefined && !sameJson(definitionOf(existing), body.definition)) changes.definition = body.definition;
+  if (body.subscriptionGroupId !== undefined && body.subscriptionGroupId !== existing.subscriptionGroupId) {
+    changes.subscriptionGroupId = body.subscriptionGroupId;
+  }
+  return Object.keys(changes).length > 0 ? changes : null;
+}
+
+/** After a create (`update` null) or an update: what the definition depends on, and the groups it holds. */
+async function afterSegmentWrite(tx: Tx, row: Segment, update: Partial<SegmentFields> | null) {
+  const workspaceId = row.workspaceId;
+  if (update === null || update.definition !== undefined) {
+    // What the segment depends on is known from now on, by every ingestion commit (src/outbox).
+    await lockDependents(tx, workspaceId);
+    const keys = segmentDependencies(definitionOf(row));
+    await prismaExecute(
+      tx,
+      sql`UPDATE segments SET depends_on = ${keys}::text[] WHERE workspace_id = ${workspaceId}::uuid AND id = ${row.id}::uuid`,
+    );
+  }
+  if (update === null || update.definition !== undefined || update.subscriptionGroupId !== undefined) {
+    await holdGroups(tx, workspaceId, row);
+  }
 }
 
 /** Segments ordered by name then id, keyset-paginated. */

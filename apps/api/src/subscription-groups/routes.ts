@@ -2,6 +2,7 @@
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { PrismaClient } from "../db/client.ts";
+import { upsertAlone } from "../db/upsert.ts";
 import { route } from "../http/route.ts";
 import { assignSubscriptions, listAssignments } from "./assignments.ts";
 import {
@@ -16,7 +17,9 @@ export const subscriptionGroupRoutes =
   (deps: { prisma: PrismaClient }): FastifyPluginAsync =>
   async (app) => {
     const { prisma } = deps;
-    route(app, op["subscriptionGroups.upsert"], ({ workspaceId, body }) => upsertSubscriptionGroup(prisma, workspaceId, body));
+    route(app, op["subscriptionGroups.upsert"], ({ workspaceId, body }) =>
+      upsertAlone(prisma, (tx) => upsertSubscriptionGroup(tx, workspaceId, body)),
+    );
     route(app, op["subscriptionGroups.list"], ({ workspaceId, query }) => listSubscriptionGroups(prisma, workspaceId, query));
     route(app, op["subscriptionGroups.get"], async ({ workspaceId, params }) =>
       toSubscriptionGroupResource(await findSubscriptionGroup(prisma, workspaceId, params.id)),

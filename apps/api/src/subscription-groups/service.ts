@@ -2,7 +2,7 @@
 import type { SubscriptionGroupListQuery, SubscriptionGroupResource, UpsertSubscriptionGroupRequestBody } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
 import { assertNotHeld, deleteUnlessHeld } from "../db/references.ts";
-import { upsert } from "../db/upsert.ts";
+import { type Tx, type Upserted, upsert } from "../db/upsert.ts";
 import type { Prisma, SubscriptionGroup } from "../generated/prisma/client.ts";
 import { sql } from "../db/sql.ts";
 import { ApiError, notFound } from "../lib/errors.ts";
@@ -32,17 +32,17 @@ const nameTaken = (name: string) =>
 type GroupFields = Pick<SubscriptionGroup, "name" | "channel" | "type">;
 
 /**
- * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by name; `updatedAt` moves
+ * PUT semantics (src/db/upsert.ts), in the caller's transaction: keyed by `id` when given, else by name; `updatedAt` moves
  * only when something changed. Changing the channel is a 409 while a running journey sends
  * through the group (its message nodes are of the group's channel).
  */
 export async function upsertSubscriptionGroup(
-  prisma: PrismaClient,
+  tx: Tx,
   workspaceId: string,
   body: UpsertSubscriptionGroupRequestBody,
-): Promise<SubscriptionGroupResource> {
+): Promise<Upserted<SubscriptionGroupResource>> {
   const fields: GroupFields = { name: body.name, channel: body.channel, type: body.type };
-  const row = await upsert<SubscriptionGroup, GroupFields, Partial<GroupFields>>(prisma, {
+  const done = await upsert<SubscriptionGroup, GroupFields, Partial<GroupFields>>(tx, {
     table: "subscription_groups",
     workspaceId,
     id: body.id,
@@ -65,7 +65,7 @@ export async function upsertSubscriptionGroup(
       tx.subscriptionGroup.update({ where: { workspaceId_id: { workspaceId, id: existing.id } }, data: { ...changes, updatedAt: now } }),
     keyTaken: () => nameTaken(body.name),
   });
-  return toSubscriptionGroupResource(row);
+  return { ...done, value: toSubscriptionGroupResource(done.value) };
 }
 
 /** Groups ordered by name then id, keyset-paginated. */

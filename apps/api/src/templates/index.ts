@@ -9,7 +9,7 @@ import { templateRoutes } from "./routes.ts";
 
 export type { EmailRendered } from "./render-email.ts";
 export { type MessageInput, type MessageRender, RenderPool } from "./render-pool.ts";
-export { upsertTemplate } from "./service.ts";
+export { assertTemplateSyntax, upsertTemplate } from "./service.ts";
 export { webhookWarnings } from "./webhook-warnings.ts";
 
 export interface TemplatesDeps {

@@ -2,19 +2,21 @@
 import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { PrismaClient } from "../db/client.ts";
+import { upsertAlone } from "../db/upsert.ts";
 import type { OutboundGuard } from "../outbound/index.ts";
 import type { RenderPool } from "./render-pool.ts";
 import { route } from "../http/route.ts";
 import { renderTemplateRequest } from "./render.ts";
 import { webhookWarnings } from "./webhook-warnings.ts";
-import { deleteTemplate, findTemplate, listTemplates, toTemplateResource, upsertTemplate } from "./service.ts";
+import { assertTemplateSyntax, deleteTemplate, findTemplate, listTemplates, toTemplateResource, upsertTemplate } from "./service.ts";
 
 export const templateRoutes =
   (deps: { prisma: PrismaClient; renders: RenderPool; guard: OutboundGuard }): FastifyPluginAsync =>
   async (app) => {
     const { prisma, renders, guard } = deps;
     route(app, op["templates.upsert"], async ({ workspaceId, body }) => {
-      const template = await upsertTemplate(prisma, workspaceId, body, renders);
+      await assertTemplateSyntax(renders, body);
+      const template = await upsertAlone(prisma, (tx) => upsertTemplate(tx, workspaceId, body));
       const warnings = await webhookWarnings(template, { guard });
       return warnings.length ? { ...template, warnings } : template;
     });

@@ -10,7 +10,7 @@ import type {
 import type { PrismaClient } from "../db/client.ts";
 import { assertNotHeld, deleteUnlessHeld } from "../db/references.ts";
 import { sql } from "../db/sql.ts";
-import { jsonColumn, sameJson, upsert } from "../db/upsert.ts";
+import { jsonColumn, sameJson, type Tx, type Upserted, upsert } from "../db/upsert.ts";
 import type { MessageTemplate, Prisma } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { afterNameAndId, page } from "../http/pagination.ts";
@@ -50,18 +50,11 @@ function breaksSending(stored: MessageTemplateDefinition | null, next: MessageTe
   return null;
 }
 
-/**
- * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by name; an omitted
- * `definition` or `draft` keeps the stored one, `null` removes it; nothing changed, nothing
- * written. Liquid syntax is checked before anything is stored. Removing the definition or
- * changing its channel is a 409 while a running journey uses the template.
- */
-export async function upsertTemplate(
-  prisma: PrismaClient,
-  workspaceId: string,
-  body: UpsertMessageTemplateRequestBody,
+/** 400 when the template's Liquid does not parse: checked before a PUT or an apply opens its transaction. */
+export async function assertTemplateSyntax(
   liquid: Pick<RenderPool, "syntaxIssues">,
-): Promise<MessageTemplateResource> {
+  body: UpsertMessageTemplateRequestBody,
+): Promise<void> {
   const issues = (
     await Promise.all([
       body.definition ? liquid.syntaxIssues("definition", body.definition) : [],
@@ -69,12 +62,20 @@ export async function upsertTemplate(
     ])
   ).flat();
   if (issues.length) throw badRequest("The template has Liquid syntax errors", issues);
+}
 
-  const stored = (row: MessageTemplate) => ({
-    definition: row.definition as MessageTemplateDefinition | null,
-    draft: row.draft as MessageTemplateDefinition | null,
-  });
-  const row = await upsert<MessageTemplate, TemplateFields, Partial<TemplateFields>>(prisma, {
+/**
+ * PUT semantics (src/db/upsert.ts), in the caller's transaction, after `assertTemplateSyntax`:
+ * keyed by `id` when given, else by name; an omitted `definition` or `draft` keeps the stored
+ * one, `null` removes it; nothing changed, nothing written. Removing the definition or changing
+ * its channel is a 409 while a running journey uses the template.
+ */
+export async function upsertTemplate(
+  tx: Tx,
+  workspaceId: string,
+  body: UpsertMessageTemplateRequestBody,
+): Promise<Upserted<MessageTemplateResource>> {
+  const done = await upsert<MessageTemplate, TemplateFields, Partial<TemplateFields>>(tx, {
     table: "message_templates",
     workspaceId,
     id: body.id,
@@ -90,7 +91,7 @@ export async function upsertTemplate(
     },
     validate: async (tx, write) => {
       if (write.existing === null || write.update.definition === undefined) return;
-      const why = breaksSending(stored(write.existing).definition, write.update.definition);
+      const why = breaksSending(write.existing.definition as MessageTemplateDefinition | null, write.update.definition);
       if (why) {
         const what = `Template ${JSON.stringify(write.existing.name)}`;
         await assertNotHeld(tx, workspaceId, { kind: "MessageTemplate", id: write.existing.id }, what, { kinds: ["Journey"], why });
@@ -121,7 +122,7 @@ export async function upsertTemplate(
       }),
     keyTaken: () => new ApiError("CONFLICT", `Another template of the workspace is named ${JSON.stringify(body.name)}`),
   });
-  return toTemplateResource(row);
+  return { ...done, value: toTemplateResource(done.value) };
 }
 
 export async function listTemplates(

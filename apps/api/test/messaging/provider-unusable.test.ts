@@ -23,11 +23,13 @@ beforeAll(async () => {
     identify("ben", { plan: "pro", email: "ben@example.test" }, now - 1000),
   ]);
   // Saved by a server with another secret key; this one reads it with its own.
-  await upsertProvider(t.ctx.db.prisma, new SecretBox(OTHER_KEY), w.ws.id, {
-    channel: "Email",
-    type: "Smtp",
-    config: { host: "127.0.0.1", port: 9, secure: false, username: "mailer", password: "smtp-password-0123456789" },
-  });
+  await t.ctx.db.prisma.$transaction((tx) =>
+    upsertProvider(tx, new SecretBox(OTHER_KEY), w.ws.id, {
+      channel: "Email",
+      type: "Smtp",
+      config: { host: "127.0.0.1", port: 9, secure: false, username: "mailer", password: "smtp-password-0123456789" },
+    }),
+  );
 });
 afterAll(async () => {
   await t?.close();
@@ -61,11 +63,13 @@ describe("a provider whose stored config is not valid", () => {
   it("is refused for sending with a typed error naming the field", async () => {
     const ws = await t.newWorkspace();
     const box = new SecretBox(t.ctx.config.secretKey);
-    const saved = await upsertProvider(t.ctx.db.prisma, box, ws.id, {
-      channel: "Email",
-      type: "Smtp",
-      config: { host: "127.0.0.1", port: 2525, password: "smtp-password-0123456789" },
-    });
+    const { value: saved } = await t.ctx.db.prisma.$transaction((tx) =>
+      upsertProvider(tx, box, ws.id, {
+        channel: "Email",
+        type: "Smtp",
+        config: { host: "127.0.0.1", port: 2525, password: "smtp-password-0123456789" },
+      }),
+    );
     await t.ctx.db.prisma.channelProvider.update({
       where: { workspaceId_id: { workspaceId: ws.id, id: saved.id } },
       data: { config: { host: "127.0.0.1", port: "not a port" } },

@@ -14,7 +14,7 @@ import {
 import { z } from "zod";
 import type { PrismaClient } from "../../db/client.ts";
 import { sql } from "../../db/sql.ts";
-import { sameJson, upsert } from "../../db/upsert.ts";
+import { sameJson, type Tx, type Upserted, upsert } from "../../db/upsert.ts";
 import type { ChannelProvider, Prisma } from "../../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound, zodIssues } from "../../lib/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../../http/pagination.ts";
@@ -84,33 +84,38 @@ interface ProviderFields {
 }
 
 /**
- * PUT semantics (src/db/upsert.ts): keyed by `id` when given, else by channel (one provider per
- * channel; moving a provider onto a channel that has one is a 409). While the type stays the
- * same, config fields left out keep their stored value (config.ts); nothing changed (secrets
- * compared decrypted), nothing written.
+ * The provider's fields after the PUT: stored fields carry over only while the type stays the
+ * same; unreadable secrets never do; a secret does not follow a changed destination.
+ */
+function mergedFields(box: SecretBox, body: UpsertChannelProviderRequestBody, existing: ChannelProvider | null): ProviderFields {
+  const requested = body.config as Record<string, unknown>;
+  const sameType = existing !== null && existing.type === body.type;
+  const stored = sameType ? (readableSecrets(box, existing) ?? {}) : {};
+  const storedPlain = sameType ? (existing.config as Record<string, unknown>) : {};
+  const { secrets, issues } = mergeSecrets(body.type, requested, stored);
+  if (issues.length) throw badRequest("Invalid provider config", issues);
+  const plain = mergePlain(body.type, requested, storedPlain);
+  const moved = endpointIssues(body.type, requested, { plain: storedPlain, secrets: stored }, plain);
+  if (moved.length) throw badRequest("A stored secret does not follow a changed destination", moved);
+  const complete = providerConfigSchemas[body.type].safeParse({ ...plain, ...secrets });
+  if (!complete.success) throw badRequest("Invalid provider config", zodIssues(complete.error, ["config"]));
+  return { channel: body.channel, type: body.type, plain, secrets };
+}
+
+/**
+ * PUT semantics (src/db/upsert.ts), in the caller's transaction: keyed by `id` when given, else
+ * by channel (one provider per channel; moving a provider onto a channel that has one is a 409).
+ * While the type stays the same, config fields left out keep their stored value (config.ts);
+ * nothing changed (secrets compared decrypted), nothing written. The value is the stored row
+ * (`toProviderResource`, `withDestinationWarnings`).
  */
 export async function upsertProvider(
-  prisma: PrismaClient,
+  tx: Tx,
   box: SecretBox,
   workspaceId: string,
   body: UpsertChannelProviderRequestBody,
-  guard?: OutboundGuard,
-): Promise<ChannelProviderResource> {
-  const requested = body.config as Record<string, unknown>;
-  const merged = (existing: ChannelProvider | null): ProviderFields => {
-    // Stored fields carry over only while the type stays the same; unreadable secrets never do.
-    const sameType = existing !== null && existing.type === body.type;
-    const stored = sameType ? (readableSecrets(box, existing) ?? {}) : {};
-    const storedPlain = sameType ? (existing.config as Record<string, unknown>) : {};
-    const { secrets, issues } = mergeSecrets(body.type, requested, stored);
-    if (issues.length) throw badRequest("Invalid provider config", issues);
-    const plain = mergePlain(body.type, requested, storedPlain);
-    const moved = endpointIssues(body.type, requested, { plain: storedPlain, secrets: stored }, plain);
-    if (moved.length) throw badRequest("A stored secret does not follow a changed destination", moved);
-    const complete = providerConfigSchemas[body.type].safeParse({ ...plain, ...secrets });
-    if (!complete.success) throw badRequest("Invalid provider config", zodIssues(complete.error, ["config"]));
-    return { channel: body.channel, type: body.type, plain, secrets };
-  };
+): Promise<Upserted<ChannelProvider>> {
+  const merged = (existing: ChannelProvider | null) => mergedFields(box, body, existing);
   const columns = (fields: ProviderFields, id: string) => ({
     channel: fields.channel,
     type: fields.type,
@@ -119,7 +124,7 @@ export async function upsertProvider(
   });
   const newId = body.id ?? randomUUID();
 
-  const row = await upsert<ChannelProvider, ProviderFields, ProviderFields>(prisma, {
+  return upsert<ChannelProvider, ProviderFields, ProviderFields>(tx, {
     table: "channel_providers",
     workspaceId,
     id: body.id,
@@ -147,8 +152,15 @@ export async function upsertProvider(
     keyTaken: () =>
       new ApiError("CONFLICT", `The workspace already has a ${body.channel} provider; update it (by its id or channel) instead`),
   });
+}
+
+/** The stored provider as the PUT answers it: with a warning for each destination the outbound guard would refuse. */
+export async function withDestinationWarnings(
+  box: SecretBox,
+  row: ChannelProvider,
+  guard: OutboundGuard,
+): Promise<ChannelProviderResource> {
   const resource = toProviderResource(box, row);
-  if (!guard) return resource;
   const config = { ...(row.config as Record<string, unknown>), ...(readableSecrets(box, row) ?? {}) };
   const warnings = await destinationWarnings(row.type as ProviderType, config, guard);
   return warnings.length ? { ...resource, warnings } : resource;
