@@ -57,7 +57,7 @@ const INITDB_FLAGS = ["--encoding=UTF8", "--locale=C", "--locale-provider=builti
  * Loopback only, and settings for an ingestion-heavy single machine: more shared memory and WAL
  * buffering, rarer checkpoints (each one makes the next writes log full pages), and new WAL
  * segments created without writing 16 MB of zeros first: that write holds up every commit
- * waiting behind it (measured: commits of 25–150 ms every second or two under identify load).
+ * waiting behind it (docs/scaling.md, "Measurements behind the code").
  * It changes no durability guarantee; every commit is still flushed to disk.
  */
 const EMBEDDED_SETTINGS = [

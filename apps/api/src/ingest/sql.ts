@@ -35,10 +35,8 @@ function fixed(fragment: Sql): Sql {
 /**
  * The row set `rows` (`encodeRows(columns, …)`, sent as one parameter) as a table `alias` whose
  * columns have the list's names and types: jsonb_to_record takes each column's array by name,
- * and row i is element i of each. (Measured against other ways of reading by name: one
- * set-returning function per column (ROWS FROM) costs ~90 µs more per statement, an object per
- * row (jsonb_to_recordset) 3–5 µs more per event. This one costs per event what positional arrays
- * did, and ~10–15 µs more per statement.) The fragment's text is built once per column list.
+ * and row i is element i of each (the cheapest way of reading by name: docs/scaling.md). The
+ * fragment's text is built once per column list.
  */
 function rowsFrom(columns: Record<string, { type: ColumnType }>, alias: string): (rows: string) => Sql {
   const names = Object.keys(columns);

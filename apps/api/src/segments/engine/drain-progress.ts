@@ -6,7 +6,7 @@ import { type OutboxRow, stillPending } from "../../outbox/index.ts";
 /** An outbox row as the engine drains it: with the instant of the transaction that wrote it. */
 export type DrainedRow = OutboxRow;
 
-/** An outbox row's ids as resolved for the segments (OutboxDrain.resolveScope). */
+/** An outbox row's ids as resolved for the segments (drain-scope.ts). */
 export interface ResolvedRow {
   /** Its ids as sent, each followed by the profile it belongs to now when that is another. */
   ids: string[];

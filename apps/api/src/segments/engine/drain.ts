@@ -5,13 +5,15 @@
 // them, having handed them to the outbox's other consumers.
 import type pg from "pg";
 import { type OutboxConsumers, outboxKey, readChanges, removeChanges } from "../../outbox/index.ts";
-import { param, sql } from "../../db/sql.ts";
+import { sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { ScopeCopy } from "./compile-nodes.ts";
 import { DrainProgress, type DrainedRow, type DrainTier } from "./drain-progress.ts";
 import { type EnterHook, evaluateSegment, subscriptionGroupTypes } from "./evaluate.ts";
-import { batchScopes, narrowScope } from "./scope.ts";
-import { type EventsRead, evaluationUnits, eventsRead, withScopeCopy } from "./scope-events.ts";
+import { type BatchScope, resolveScope } from "./drain-scope.ts";
+import { inLanes } from "./lanes.ts";
+import { narrowScope } from "./scope.ts";
+import { type EventsRead, evaluateUnit, evaluationUnits, eventsRead } from "./scope-events.ts";
 import type { StoredSegment, StoredSegments } from "./stored.ts";
 import { sleep } from "../../lib/time.ts";
 
@@ -22,10 +24,7 @@ const OUTBOX_READ = { batch: 500, heavy: 2000 };
 const LANES = 2;
 /**
  * How often the segments reading no events take what arrived while those reading events drain
- * (ms): each pass costs a statement per segment whatever its size, so passes back to back would
- * take CPU from the other tier (measured: its changes then lagged about twice as long). Every
- * 500 ms was tried: bench (e)'s trait segment then lagged longer (p50 239–667 ms instead of
- * 210–251 ms in four interleaved runs), for no clear gain in (c).
+ * (ms): passes back to back would take CPU from the other tier (figures: docs/scaling.md, "Measurements behind the code").
  */
 const PROFILES_PERIOD_MS = 250;
 /**
@@ -36,6 +35,8 @@ const PASSES_MS = 1000;
 
 /** A segment of a drain and the users it is evaluated for. */
 type Work = { s: StoredSegment; ids: string[]; reads: EventsRead | null };
+/** A segment affected by a drained batch, with the events it reads (null: none). */
+type Affected = { s: StoredSegment; reads: EventsRead | null };
 
 /** The engine's settings a drain reads. */
 export interface DrainOptions {
@@ -156,90 +157,11 @@ export class OutboxDrain {
     tier: DrainTier,
     progress: DrainProgress,
   ): Promise<{ read: number; full: boolean }> {
-    const read = async (n: number) => ({ rows: await readChanges(db, workspaceId, progress.doneBy(tier), n) });
-    const bound = this.options.outboxRead ?? OUTBOX_READ;
-    let size = bound.batch;
-    let { rows } = await read(size);
-    if (rows.length === 0) return { read: 0, full: false };
-    // The tier's segments whose dependencies the rows' keys meet.
-    const segmentsOf = async (batch: DrainedRow[]) => {
-      const keys = [...new Set(batch.flatMap((r) => r.keys))];
-      const affected = keys.includes(outboxKey.any)
-        ? await this.stored.read(db, workspaceId)
-        : await this.stored.read(
-            db,
-            workspaceId,
-            sql`(depends_on && ${keys}::text[] OR '*' = ANY(depends_on) OR coalesce(cardinality(depends_on), 0) = 0)`,
-          );
-      return affected.flatMap((s) => {
-        const reads = eventsRead(s.definition);
-        return (reads === null) === (tier === "profiles") ? [{ s, reads }] : [];
-      });
-    };
-    let affected = await segmentsOf(rows);
-    // More rows can wait only behind a full read (otherwise this pass already holds every one).
-    if (affected.length > 0 && rows.length === size && bound.heavy > size && (await this.heavyIngestion(db, workspaceId, rows))) {
-      // Heavy ingestion: the next batches would touch the same users again. One pass over many
-      // waiting rows (each user evaluated once, whatever its number of events) costs about what
-      // one batch does.
-      size = bound.heavy;
-      rows = (await read(size)).rows;
-      affected = await segmentsOf(rows);
-    }
-    const scope = affected.length > 0 ? await this.resolveScope(db, workspaceId, rows, progress) : null;
-    let signalled = 0;
-    if (scope) {
-      const groups = await subscriptionGroupTypes(db, workspaceId);
-      const evaluate = async (lane: pg.PoolClient, w: Work, copy?: ScopeCopy) => {
-        const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
-        const options = { copy, memberCount: w.s.member_count, enterHooks: this.links.enterHooks };
-        const evaluated = await this.stored.isolated(lane, workspaceId, w.s, () =>
-          evaluateSegment(lane, segment, groups, this.now(), w.ids, options),
-        );
-        signalled += evaluated?.signals ?? 0;
-      };
-      const candidates = affected
-        .map(({ s, reads }) => {
-          const of = scope.of(s);
-          return { s, of, reads, ids: [...of.all, ...of.enter, ...of.exit] };
-        })
-        .filter((c) => c.ids.length > 0);
-      const narrowed = async (lane: pg.PoolClient, c: (typeof candidates)[number]) =>
-        narrowScope(lane, workspaceId, { id: c.s.id, memberCount: c.s.member_count }, c.of);
-      if (tier === "profiles") {
-        for (const c of candidates) {
-          const ids = await narrowed(db, c);
-          if (ids.length > 0) await evaluate(db, { s: c.s, ids, reads: null });
-        }
-      } else {
-        // Segments that may share a copy of the events (by their scopes before narrowing) are
-        // narrowed and evaluated together, in one lane.
-        await this.inLanes(db, LANES, evaluationUnits(candidates), async (lane, together) => {
-          const work: Work[] = [];
-          for (const c of together) {
-            const ids = await narrowed(lane, c);
-            if (ids.length > 0) work.push({ s: c.s, ids, reads: c.reads });
-          }
-          for (const unit of evaluationUnits(work)) {
-            if (unit.length === 1) {
-              await evaluate(lane, unit[0]!);
-              continue;
-            }
-            const ids = [...new Set(unit.flatMap((w) => w.ids))];
-            await withScopeCopy(
-              lane,
-              workspaceId,
-              ids,
-              unit.flatMap((w) => w.reads ?? []),
-              async (copy) => {
-                // A segment evaluated for every profile of the copy reads all of it.
-                for (const w of unit) await evaluate(lane, w, { ...copy, exact: w.ids.length === ids.length });
-              },
-            );
-          }
-        });
-      }
-    }
+    const batch = await this.readBatch(db, workspaceId, tier, progress);
+    if (!batch) return { read: 0, full: false };
+    const { rows, affected, size } = batch;
+    const scope = affected.length > 0 ? await resolveScope(db, workspaceId, rows, progress) : null;
+    let signalled = scope ? await this.evaluate(db, workspaceId, tier, affected, scope) : 0;
     const done = progress.mark(tier, rows);
     if (done.length > 0) {
       signalled += await this.removeDrained(db, workspaceId, done);
@@ -248,6 +170,84 @@ export class OutboxDrain {
     if (signalled > 0) this.links.recorded(workspaceId);
     this.options.onDrain?.(rows.length, scope?.users ?? 0, tier);
     return { read: rows.length, full: rows.length === size };
+  }
+
+  /** The tier's next rows and the segments they affect (null when none waits); a larger read under heavy ingestion. */
+  private async readBatch(db: pg.PoolClient, workspaceId: string, tier: DrainTier, progress: DrainProgress) {
+    const read = (n: number) => readChanges(db, workspaceId, progress.doneBy(tier), n);
+    const bound = this.options.outboxRead ?? OUTBOX_READ;
+    let size = bound.batch;
+    let rows = await read(size);
+    if (rows.length === 0) return null;
+    let affected = await this.affectedSegments(db, workspaceId, tier, rows);
+    // More rows can wait only behind a full read (otherwise this pass already holds every one).
+    if (affected.length > 0 && rows.length === size && bound.heavy > size && (await this.heavyIngestion(db, workspaceId, rows))) {
+      // Heavy ingestion: the next batches would touch the same users again. One pass over many
+      // waiting rows (each user evaluated once, whatever its number of events) costs about what
+      // one batch does.
+      size = bound.heavy;
+      rows = await read(size);
+      affected = await this.affectedSegments(db, workspaceId, tier, rows);
+    }
+    return { rows, affected, size };
+  }
+
+  /** The tier's segments whose dependencies the rows' keys meet, with the events each reads. */
+  private async affectedSegments(db: pg.PoolClient, workspaceId: string, tier: DrainTier, batch: DrainedRow[]): Promise<Affected[]> {
+    const keys = [...new Set(batch.flatMap((r) => r.keys))];
+    const affected = keys.includes(outboxKey.any)
+      ? await this.stored.read(db, workspaceId)
+      : await this.stored.read(
+          db,
+          workspaceId,
+          sql`(depends_on && ${keys}::text[] OR '*' = ANY(depends_on) OR coalesce(cardinality(depends_on), 0) = 0)`,
+        );
+    return affected.flatMap((s) => {
+      const reads = eventsRead(s.definition);
+      return (reads === null) === (tier === "profiles") ? [{ s, reads }] : [];
+    });
+  }
+
+  /** Evaluates the affected segments for the users of their scope: the signals recorded. */
+  private async evaluate(db: pg.PoolClient, workspaceId: string, tier: DrainTier, affected: Affected[], scope: BatchScope) {
+    const groups = await subscriptionGroupTypes(db, workspaceId);
+    let signalled = 0;
+    const evaluate = async (lane: pg.PoolClient, w: Work, copy?: ScopeCopy) => {
+      const segment = { workspaceId, id: w.s.id, definition: w.s.definition };
+      const options = { copy, memberCount: w.s.member_count, enterHooks: this.links.enterHooks };
+      const evaluated = await this.stored.isolated(lane, workspaceId, w.s, () =>
+        evaluateSegment(lane, segment, groups, this.now(), w.ids, options),
+      );
+      signalled += evaluated?.signals ?? 0;
+    };
+    const candidates = affected
+      .map(({ s, reads }) => {
+        const of = scope.of(s);
+        return { s, of, reads, ids: [...of.all, ...of.enter, ...of.exit] };
+      })
+      .filter((c) => c.ids.length > 0);
+    const narrowed = async (lane: pg.PoolClient, c: (typeof candidates)[number]): Promise<Work> => {
+      const ids = await narrowScope(lane, workspaceId, { id: c.s.id, memberCount: c.s.member_count }, c.of);
+      return { s: c.s, ids, reads: c.reads };
+    };
+    if (tier === "profiles") {
+      for (const c of candidates) {
+        const w = await narrowed(db, c);
+        if (w.ids.length > 0) await evaluate(db, w);
+      }
+      return signalled;
+    }
+    // Segments that may share a copy of the events (by their scopes before narrowing) are
+    // narrowed and evaluated together, in one lane.
+    await inLanes(this.options.pool, db, LANES, evaluationUnits(candidates), async (lane, together) => {
+      const work: Work[] = [];
+      for (const c of together) {
+        const w = await narrowed(lane, c);
+        if (w.ids.length > 0) work.push(w);
+      }
+      for (const unit of evaluationUnits(work)) await evaluateUnit(lane, workspaceId, unit, evaluate);
+    });
+    return signalled;
   }
 
   /**
@@ -274,39 +274,6 @@ export class OutboxDrain {
   }
 
   /**
-   * Runs `fn` over `items` on `lanes` connections at once: `db` and pool connections (statements on
-   * different segments touch different rows, so they never wait for one another).
-   */
-  private async inLanes<T>(db: pg.PoolClient, lanes: number, items: T[], fn: (lane: pg.PoolClient, item: T) => Promise<unknown>) {
-    const connecting =
-      items.length > 1 ? await Promise.allSettled(Array.from({ length: lanes - 1 }, () => this.options.pool.connect())) : [];
-    const extra = connecting.flatMap((c) => (c.status === "fulfilled" ? [c.value] : []));
-    const refused = connecting.find((c) => c.status === "rejected");
-    if (refused) {
-      for (const c of extra) c.release();
-      throw refused.reason;
-    }
-    // The first failure stops every lane before any connection goes back to the pool: a lane
-    // still running would issue statements on a connection someone else may hold by then.
-    let next = 0;
-    let failed = false;
-    const outcomes = await Promise.allSettled(
-      [db, ...extra].map(async (lane) => {
-        try {
-          while (!failed && next < items.length) await fn(lane, items[next++]!);
-        } catch (err) {
-          failed = true;
-          throw err;
-        }
-      }),
-    );
-    // A lane that failed drops its connection (it may be broken); the others go back to the pool.
-    for (const [i, c] of extra.entries()) c.release(outcomes[i + 1]!.status === "rejected");
-    const failure = outcomes.find((o) => o.status === "rejected");
-    if (failure) throw failure.reason;
-  }
-
-  /**
    * Whether a full read's `batch` means heavy ingestion (DrainOptions.heavyIngestion). Its
    * users are counted as sent: only the batch the pass then takes is resolved (resolveScope).
    */
@@ -316,47 +283,5 @@ export class OutboxDrain {
     if (ids < min) return false;
     const { rows } = await db.query<{ n: number }>(sql`SELECT count(*)::int AS n FROM profiles WHERE workspace_id = ${workspaceId}`);
     return ids >= share * rows[0]!.n;
-  }
-
-  /**
-   * The users of a drained batch (`users` counts them), and each segment's scope in it
-   * (scope.ts). Each row's ids are taken as sent and with the profiles they belong to now (a
-   * linked id's old memberships leave). A segment that could hold for a user with no data at all
-   * (it depends on `*`: Everyone, RandomBucket, `Performed … < n`, `Not`) changes for a profile
-   * that existed before only through its other keys or a `*` change; it also takes the profiles
-   * created since a row of theirs (their `created_at` is the transaction's, as is their outbox
-   * row's). A row is resolved by the first tier to read it, and the other reuses that (a link
-   * committed in between has an outbox row of its own, which every segment evaluates).
-   */
-  private async resolveScope(db: pg.PoolClient, workspaceId: string, batch: DrainedRow[], progress: DrainProgress) {
-    const fresh = batch.filter((r) => progress.resolution(r.id) === undefined);
-    if (fresh.length > 0) {
-      const ids = [...new Set(fresh.flatMap((r) => r.ids))];
-      const ws = param(workspaceId);
-      const since = param(new Date(Math.min(...fresh.map((r) => r.created_at.getTime()))));
-      const { rows } = await db.query<{ x: string; id: string | null; created_at: Date | null }>(
-        sql`SELECT x, a.profile_id AS id, CASE WHEN p.created_at >= ${since} THEN p.created_at END AS created_at FROM unnest(${ids}::text[]) x
-         LEFT JOIN profile_aliases a ON a.workspace_id = ${ws} AND a.alias_id = x AND a.profile_id <> x
-         LEFT JOIN profiles p ON p.workspace_id = ${ws} AND p.profile_id = coalesce(a.profile_id, x)
-         WHERE a.profile_id IS NOT NULL OR p.created_at >= ${since}`,
-      );
-      const profileOf = new Map(rows.flatMap((r) => (r.id === null ? [] : [[r.x, r.id] as const])));
-      const createdAt = new Map(rows.flatMap((r) => (r.created_at === null ? [] : [[r.x, r.created_at.getTime()] as const])));
-      const withProfile = (x: string) => (profileOf.has(x) ? [x, profileOf.get(x)!] : [x]);
-      for (const r of fresh) {
-        const committed = r.created_at.getTime();
-        progress.resolved(r.id, {
-          ids: r.ids.flatMap(withProfile),
-          created: r.ids.filter((x) => (createdAt.get(x) ?? -Infinity) >= committed).flatMap(withProfile),
-        });
-      }
-    }
-    const resolved = batch.map((r) => ({ keys: r.keys, ...progress.resolution(r.id)! }));
-    const all = [...new Set(resolved.flatMap((r) => r.ids))];
-    const scopes = batchScopes(resolved, [...new Set(resolved.flatMap((r) => r.created))], all);
-    return {
-      users: all.length,
-      of: (s: StoredSegment) => scopes(s.definition, s.depends_on ?? []),
-    };
   }
 }

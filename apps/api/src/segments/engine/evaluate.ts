@@ -7,6 +7,7 @@ import type pg from "pg";
 import { CLEAR_FAILURE, DefinitionError } from "../../db/failing.ts";
 import { ident, join, type Param, raw, type Sql, sql } from "../../db/sql.ts";
 import { compileSegment, type SubscriptionGroupTypes, segmentInputs, storedSegmentDefinition } from "./compile.ts";
+import type { SegmentInputs } from "./inputs.ts";
 import type { ScopeCopy } from "./compile-nodes.ts";
 import { errorText } from "../../lib/errors.ts";
 
@@ -36,7 +37,7 @@ const RANGE_READ_SHARE = 1 / 8;
  * those profiles (about twice as slow, and more so with more segments). When the ids are many
  * beside the segment's rows (`rows`, as last known: at most 1 / RANGE_READ_SHARE rows per id), the
  * segment's rows are read as one range of the primary key instead, each kept if its profile is
- * one of `ids` (a hashed test): measured 4 ms instead of 21 ms for 6 000 ids among 15 857 members.
+ * one of `ids` (a hashed test; figures in docs/scaling.md).
  * Either way through the primary key: the workspace is a value the planner learns only when the
  * statement runs (`onlyIn`).
  */
@@ -65,9 +66,7 @@ const names = (columns: string) =>
  * `t.workspace_id = ws`, with `ws` a value the planner learns only when the statement runs, so
  * that it costs each index by its average selectivity. With the value itself, a workspace newer
  * than the table's statistics looks empty, and every index leading with the workspace then
- * looks as cheap as the primary key: lookups of a segment's timers went through the (workspace,
- * due_at) index, reading all of the workspace's timers for each user (measured: 5.8 s, 2.7 million
- * buffers, for 5 000 users).
+ * looks as cheap as the primary key (what that cost: docs/scaling.md).
  */
 const onlyIn = (ws: Param | string) => sql`t.workspace_id = (SELECT ${ws}::uuid)`;
 
@@ -111,46 +110,21 @@ export async function evaluateSegment(
     throw new DefinitionError(`the definition does not compile: ${errorText(err)}`);
   }
   const { query: compiled, timed } = compiledSegment;
-  // Each table's rows of the segment in scope (all of the segment's, for a full recompute), read
-  // once; what changes is found by set operations against them (hashed,
-  // linear whatever the planner believes of the sizes: an anti-join against r, on the estimates of
-  // a new workspace, became a nested loop over both), and only that is written. Rows that stay are
-  // not touched (an upsert would lock each one, and write that to the WAL). Enters are recorded in
-  // the order of their ids, as exits are (the order of the index).
-  const rowsOf = (table: string, columns: string, rows?: number) =>
-    scope === null
-      ? sql`SELECT ${names(columns)} FROM ${ident(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid`
-      : scopedRows(table, columns, ws, id, inputs.scope, rows === undefined ? null : { ids: scope.length, rows });
-  const removing = (table: string, ids: Sql) =>
-    sql`DELETE FROM ${ident(table)} t WHERE ${onlyIn(ws)} AND t.segment_id = ${id}::uuid AND t.profile_id = ANY (ARRAY(${ids}))`;
+  const { rowsOf, removing } = segmentRows(inputs, scope);
   const counts = full
     ? sql`member_count = (SELECT count(*) FROM r WHERE member), last_recomputed = now(), depends_on = ${full.dependsOn}::text[], ${raw(CLEAR_FAILURE)}`
     : sql`member_count = member_count + (SELECT count(*) FROM ins) - (SELECT count(*) FROM del)`;
   const current = full ? sql` AND definition_updated_at = ${full.definitionUpdatedAt}::timestamptz` : raw("");
-  // The per-user instants at which the result could flip. A definition without windows keeps
-  // none, so a scoped evaluation of one leaves segment_timers alone (no lookup per user): a
-  // definition that loses its windows is recomputed in full, which removes them all (one left
-  // meanwhile only has its user evaluated once more when it fires).
-  const keepTimers =
-    scope !== null && !timed
-      ? raw("")
-      : sql`,
-    timed AS MATERIALIZED (${rowsOf("segment_timers", "profile_id, due_at")}),
-    timers AS (INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
-      SELECT ${ws}, ${id}::uuid, profile_id, next_at FROM (
-        SELECT profile_id, next_at::timestamptz(3) FROM r WHERE next_at IS NOT NULL EXCEPT SELECT profile_id, due_at FROM timed) n
-      WHERE EXISTS (SELECT FROM segment)
-      ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at),
-    untimed AS (${removing("segment_timers", sql`SELECT profile_id FROM timed EXCEPT SELECT profile_id FROM r WHERE next_at IS NOT NULL`)})`;
+  // A definition without windows keeps no timers, so a scoped evaluation of one leaves
+  // segment_timers alone (no lookup per user): a definition that loses its windows is recomputed
+  // in full, which removes them all (one left meanwhile only has its user evaluated once more when it fires).
+  const keepTimers = scope !== null && !timed ? raw("") : timerCtes(inputs, rowsOf, removing);
   // Only members and timed rows matter below (a full recompute holds those, not every profile).
-  // Rows are written only while the segment exists, and it is held (FOR KEY SHARE) until the
-  // statement's transaction ends: its rows have no foreign key (schema.prisma), so a deletion
-  // committed first leaves nothing to write, and one after waits, then removes what was written
-  // (its trigger). Once per statement, where a foreign key checked and locked it once per row.
-  // Enters are plain inserts: a segment's evaluations are serialized (the workspace's lock), and
-  // were two ever to overlap (a lock whose session died while a lane still ran), the later one
-  // fails on the primary key and its refresh is retried, recording nothing twice. ON CONFLICT DO
-  // NOTHING cost a fifth to a half of the insert (measured: 5 000 enters 56–80 ms, 41–55 without).
+  // Rows are written only while the segment exists, held (FOR KEY SHARE) until the statement's
+  // transaction ends (its rows have no foreign key: schema.prisma). Enters are recorded in the
+  // order of their ids, as exits are, as plain inserts: a segment's evaluations are serialized
+  // (the workspace's lock); were two ever to overlap, the later fails on the primary key and its
+  // refresh is retried (ON CONFLICT DO NOTHING would cost a fifth of the insert: docs/scaling.md).
   const hooks = enterCtes(enterHooks, { workspaceId: ws, segmentId: id, at, entered: raw("ins") });
   const statement = sql`WITH r AS MATERIALIZED (SELECT * FROM (${compiled}) x WHERE member OR next_at IS NOT NULL),
     members AS MATERIALIZED (${rowsOf("segment_memberships", "profile_id", memberCount)}),
@@ -170,6 +144,41 @@ export async function evaluateSegment(
       ${hooks.count}::int AS signals`;
   const { rows } = await db.query<Evaluated>(statement);
   return rows[0]!;
+}
+
+type RowsOf = (table: string, columns: string, rows?: number) => Sql;
+type Removing = (table: string, ids: Sql) => Sql;
+
+/**
+ * Each table's rows of the segment in scope (all of the segment's, for a full recompute), read
+ * once; what changes is found by set operations against them (hashed, linear whatever the planner
+ * believes of the sizes: an anti-join against r, on the estimates of a new workspace, became a
+ * nested loop over both), and only that is written. Rows that stay are not touched (an upsert
+ * would lock each one, and write that to the WAL).
+ */
+function segmentRows(inputs: SegmentInputs, scope: string[] | null): { rowsOf: RowsOf; removing: Removing } {
+  const { workspaceId: ws, segmentId: id } = inputs;
+  return {
+    rowsOf: (table, columns, rows) =>
+      scope === null
+        ? sql`SELECT ${names(columns)} FROM ${ident(table)} t WHERE t.workspace_id = ${ws} AND t.segment_id = ${id}::uuid`
+        : scopedRows(table, columns, ws, id, inputs.scope, rows === undefined ? null : { ids: scope.length, rows }),
+    removing: (table, ids) =>
+      sql`DELETE FROM ${ident(table)} t WHERE ${onlyIn(ws)} AND t.segment_id = ${id}::uuid AND t.profile_id = ANY (ARRAY(${ids}))`,
+  };
+}
+
+/** The per-user instants at which the result could flip, kept in segment_timers (CTEs of the evaluation). */
+function timerCtes(inputs: SegmentInputs, rowsOf: RowsOf, removing: Removing): Sql {
+  const { workspaceId: ws, segmentId: id } = inputs;
+  return sql`,
+    timed AS MATERIALIZED (${rowsOf("segment_timers", "profile_id, due_at")}),
+    timers AS (INSERT INTO segment_timers (workspace_id, segment_id, profile_id, due_at)
+      SELECT ${ws}, ${id}::uuid, profile_id, next_at FROM (
+        SELECT profile_id, next_at::timestamptz(3) FROM r WHERE next_at IS NOT NULL EXCEPT SELECT profile_id, due_at FROM timed) n
+      WHERE EXISTS (SELECT FROM segment)
+      ON CONFLICT (workspace_id, segment_id, profile_id) DO UPDATE SET due_at = EXCLUDED.due_at),
+    untimed AS (${removing("segment_timers", sql`SELECT profile_id FROM timed EXCEPT SELECT profile_id FROM r WHERE next_at IS NOT NULL`)})`;
 }
 
 /** The enter hooks as CTEs of the evaluation (`, hook0 AS (…)`…), and the count of what they wrote. */

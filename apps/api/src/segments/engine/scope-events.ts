@@ -1,21 +1,10 @@
-// A drain's copy of the events its segments read. Evaluated one by one, each segment reading
-// events looks up every event of every profile in its scope through the (workspace, identity,
-// time) index: under heavy ingestion that is most of a drain's cost, paid once per segment for
-// the same users. A drain with several such segments instead copies the events of its scope's
-// profiles once, with the profile each belongs to, into a temporary table of the connection
-// evaluating them, and each of those segments reads its users' rows of the copy (`copy` of
-// compileSegment): one scan and one hash aggregate, no lookups. The scope's profiles are copied
-// too, beside their events, so that each segment no longer looks its profiles up again. Of an
-// event's payload, the copy keeps only what segments read: a track's properties, an identify's
-// traits, so that a copy of most of a workspace stays in the session's buffers (measured over a
-// copy of 583 000 events of 50 000 users: 93 MB, within the 128 MB the whole payloads outgrew; a
-// count over it 33 ms instead of 267 ms, a LastPerformed 455 ms instead of 805 ms; taking the
-// copy no slower).
-//
-// Segments whose every node reading events needs only each user's newest few (EventsRead.bounded:
-// a LastPerformed, a count with no dated property) are not copied for: their lookups stop there,
-// whatever the history, where a copy holds all of it (measured in bench (f): 3.9 s of database
-// time in those segments' statements over 9 drains, against 6.3 s over copies, copies included).
+// A drain's copy of the events its segments read: a drain with several segments reading the same
+// events copies its scope's profiles and their events once, with the profile each belongs to,
+// into temporary tables of the connection evaluating them, and each segment reads its users' rows
+// of the copy (`copy` of compileSegment) instead of looking every event up again. The copy keeps
+// only what segments read of a payload, so that it stays in the session's buffers. Segments
+// needing only each user's newest events (EventsRead.bounded) are not copied for: their lookups
+// stop there, whatever the history. Why, with figures: docs/scaling.md, "Measurements behind the code".
 //
 // The copy is taken after the drained outbox rows were read, so it holds every event and profile
 // they stand for; a change committed later is in the next drain, whose segments are evaluated again.
@@ -62,14 +51,7 @@ export function eventsRead(def: SegmentDefinition): EventsRead | null {
  * change reaches most segments without waiting for the long units), then the units, most segments
  * first (the lanes finish together). A drain groups its segments this way twice: by their scopes
  * before narrowing (scope.ts), each group taken by one lane, then each group again once narrowed.
- *
- * Tried and left (bench (c), (e), (f), interleaved with this grouping): one unit for every segment
- * reading events whatever the event's name (one pass over the events' pages instead of one per
- * name, which visit nearly the same pages) took no less CPU per drain in (f) (709–713 ms against
- * 680–713 ms) and half as long again, on one lane (607–616 ms against 417 ms); the longer passes
- * then each took in most of the workspace under (c), whose catch-up grew from 0.4–1.6 s to 1.1–3.6 s.
- * Splitting that unit's users between the two lanes, each with a copy of its share's events, cost
- * more CPU (the shares' copies still visit most pages each).
+ * Other groupings tried and left: docs/scaling.md, "Measurements behind the code".
  */
 export function evaluationUnits<T extends { reads: EventsRead | null; ids: string[] }>(work: T[]): T[][] {
   const byReads = new Map<string, T[]>();
@@ -87,6 +69,22 @@ export function evaluationUnits<T extends { reads: EventsRead | null; ids: strin
     .sort((a, b) => b.length - a.length);
   const shared = new Set(copied.flat());
   return [...work.filter((w) => !shared.has(w)).map((w) => [w]), ...copied];
+}
+
+/** Segments reading the same events evaluated together (one of evaluationUnits): alone, or over one copy of their users' events. */
+export async function evaluateUnit<T extends { reads: EventsRead | null; ids: string[] }>(
+  lane: pg.PoolClient,
+  workspaceId: string,
+  unit: T[],
+  evaluate: (lane: pg.PoolClient, w: T, copy?: ScopeCopy) => Promise<void>,
+): Promise<void> {
+  if (unit.length === 1) return evaluate(lane, unit[0]!);
+  const ids = [...new Set(unit.flatMap((w) => w.ids))];
+  const reads = unit.flatMap((w) => w.reads ?? []);
+  await withScopeCopy(lane, workspaceId, ids, reads, async (copy) => {
+    // A segment evaluated for every profile of the copy reads all of it.
+    for (const w of unit) await evaluate(lane, w, { ...copy, exact: w.ids.length === ids.length });
+  });
 }
 
 /** Sets the session's buffers for temporary tables, the copy's (once per session: never changed back). */
@@ -119,12 +117,9 @@ export async function withScopeCopy<T>(
     sql`SELECT alias_id, profile_id FROM profile_aliases WHERE workspace_id = ${workspaceId} AND profile_id = ANY(${ids}::text[])`,
   );
   const identities = [...ids, ...aliases.map((a) => a.alias_id)];
-  // One bitmap of their events through the (workspace, identity, time) index, whose pages are then
-  // read once each, in order, whatever the statistics say (no scan of the table or of the
-  // workspace's events by time or name): under heavy ingestion the scope is most of the
-  // workspace's users, and reading each identity's events one lookup at a time cost 1.6 times as
-  // much (measured: 247 ms instead of 157 ms per copy of about 49 000 events). The profiles, in
-  // the same transaction (one snapshot for both), by their primary key.
+  // One bitmap of their events through the (workspace, identity, time) index, each page read once,
+  // whatever the statistics say (one lookup per identity costs more: docs/scaling.md). The
+  // profiles in the same transaction (one snapshot for both), by their primary key.
   await inTransaction(db, async () => {
     await db.query("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off");
     await db.query(sql`CREATE TEMPORARY TABLE ${COPY.profiles} AS
@@ -145,13 +140,9 @@ export async function withScopeCopy<T>(
   };
   let value: T;
   try {
-    // The copy has no statistics (ANALYZE would cost about what it saves): the planner takes each
-    // filter on it to keep a row or so, and groups a segment's events by sorting them. Hashing is
-    // linear (measured: a Performed count over the copy in half the time). Its users' results are
-    // joined to their profiles by hash too: in a workspace newer than the statistics of
-    // `profiles`, the scope's profiles also look like one row, and a nested loop then read the
-    // copy's result once per profile (measured: 5.8 s for 2 820 users). Lookups that only a
-    // nested loop can make (LATERAL, one id at a time) still are.
+    // The copy has no statistics (ANALYZE would cost about what it saves), so the planner would
+    // sort it and join it by nested loop: hashing is linear (docs/scaling.md). Lookups that only
+    // a nested loop can make (LATERAL, one id at a time) still are.
     await db.query("SET work_mem = '64MB'; SET enable_sort = off; SET enable_nestloop = off");
     value = await fn(COPY);
   } catch (err) {
