@@ -18,7 +18,7 @@ import { createMessaging } from "../messaging/index.ts";
 import { OutboundGuard } from "../outbound/index.ts";
 import { OutboxConsumers, registerOutboxGauge } from "../outbox/index.ts";
 import { createRetention } from "../retention/index.ts";
-import { createSegments } from "../segments/index.ts";
+import { createSegments, type SegmentEngine } from "../segments/index.ts";
 import { createSubscriptionGroups } from "../subscription-groups/index.ts";
 import { createTemplates } from "../templates/index.ts";
 import { createUsers } from "../users/index.ts";
@@ -52,13 +52,40 @@ function ground(config: ResolvedConfig, databaseUrl: string) {
   return { db, log, jobs, registry };
 }
 
-export function createSystem(config: ResolvedConfig, databaseUrl: string, options: SystemOptions = {}) {
-  const { db, log, jobs, registry } = ground(config, databaseUrl);
-  const { pool, prisma } = db;
-  const clock = options.clock ?? Date.now;
-  const guard = new OutboundGuard(config.outboundAllowedHosts);
-  const outbox = new OutboxConsumers();
+type Ground = ReturnType<typeof ground> & { clock: () => number; guard: OutboundGuard; outbox: OutboxConsumers; databaseUrl: string };
 
+/** The capabilities that decide and send messages: templates, messaging, and its sources journeys and broadcasts. */
+function sending(g: Ground, config: ResolvedConfig, segments: SegmentEngine) {
+  const { db, log, jobs, registry, clock, guard, outbox } = g;
+  const { pool, prisma } = db;
+  const templates = createTemplates({ prisma, guard, config });
+  const messaging = createMessaging({
+    pool,
+    prisma,
+    jobs,
+    registry,
+    guard,
+    renders: templates.renders,
+    connectionString: g.databaseUrl,
+    config,
+    log,
+  });
+  const { sends } = messaging;
+  const journeys = createJourneys({ pool, prisma, jobs, registry, sends, segments, outbox, clock, log: (msg) => log("error", msg) });
+  const broadcasts = createBroadcasts({ pool, prisma, jobs, registry, segments, sends });
+  return { templates, messaging, journeys, broadcasts };
+}
+
+export function createSystem(config: ResolvedConfig, databaseUrl: string, options: SystemOptions = {}) {
+  const g: Ground = {
+    ...ground(config, databaseUrl),
+    clock: options.clock ?? Date.now,
+    guard: new OutboundGuard(config.outboundAllowedHosts),
+    outbox: new OutboxConsumers(),
+    databaseUrl,
+  };
+  const { db, log, jobs, registry, clock, guard } = g;
+  const { pool, prisma } = db;
   const auth = createAuth({ prisma, keyCacheSeconds: config.keyCacheSeconds, rootKey: config.rootKey });
   const groups = createSubscriptionGroups({ prisma, keys: config, publicUrl: config.publicUrl });
   const ingest = createIngest({
@@ -75,35 +102,11 @@ export function createSystem(config: ResolvedConfig, databaseUrl: string, option
     jobs,
     registry,
     clock,
-    consumers: outbox,
+    consumers: g.outbox,
     heavyIngestion: options.segmentsHeavyIngestion,
     log: (msg, err) => log("error", `${msg}: ${errorText(err)}`),
   });
-  const templates = createTemplates({ prisma, guard, config });
-  const messaging = createMessaging({
-    pool,
-    prisma,
-    jobs,
-    registry,
-    guard,
-    renders: templates.renders,
-    connectionString: databaseUrl,
-    config,
-    log,
-  });
-  const { sends } = messaging;
-  const journeys = createJourneys({
-    pool,
-    prisma,
-    jobs,
-    registry,
-    sends,
-    segments: segments.engine,
-    outbox,
-    clock,
-    log: (msg) => log("error", msg),
-  });
-  const broadcasts = createBroadcasts({ pool, prisma, jobs, registry, segments: segments.engine, sends });
+  const { templates, messaging, journeys, broadcasts } = sending(g, config, segments.engine);
   const users = createUsers({ prisma });
   const apply = createApply({ prisma, guard, liquid: templates.renders });
 
@@ -121,7 +124,7 @@ export function createSystem(config: ResolvedConfig, databaseUrl: string, option
     ingestor: ingest.ingestor,
     segments: segments.engine,
     renders: templates.renders,
-    sends,
+    sends: messaging.sends,
     journeys: journeys.runtime,
     retention: retention.retention,
     /** Stops what runs (after the HTTP server closed): the job layer, then every module, then the database. */

@@ -10,7 +10,7 @@
 // sent once more with the same id (the idempotency key providers see): at most one resend.
 import type { Channel } from "@tidings/schema";
 import type pg from "pg";
-import { ident, param, sql } from "../db/sql.ts";
+import { ident, type Param, param, sql } from "../db/sql.ts";
 import type { MessageInput } from "../templates/index.ts";
 import type { OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import type { StreamRef } from "./sources.ts";
@@ -66,13 +66,7 @@ export async function claimDeliveries(
     param(spec.limit),
     param(JSON.stringify(spec.contactTraits)),
   ];
-  const skip = sql`CASE
-      WHEN p.profile_id IS NULL THEN 'user no longer exists'
-      WHEN g.type = 'OptOut' AND s.subscribed = false THEN 'unsubscribed'
-      WHEN g.type = 'OptIn' AND s.subscribed IS NOT TRUE THEN 'not subscribed'
-      WHEN ${traits}::jsonb ->> picked.channel::text IS NOT NULL
-        AND coalesce(p.traits ->> (${traits}::jsonb ->> picked.channel::text), '') = '' THEN 'no ' || (${traits}::jsonb ->> picked.channel::text) || ' trait'
-    END`;
+  const skip = skipReason(traits);
   const { rows } = await db.query<ClaimRow>(
     // Two index-ordered scans (due Queued rows; Sending rows whose lease ran out, taken first),
     // so a claim reads only the rows it takes, however many are waiting.
@@ -104,20 +98,29 @@ export async function claimDeliveries(
      RETURNING d.id, d.user_id, d.attempts, d.channel, d.template_id, d.subscription_group_id, d.context, decided.traits,
        decided.skip IS NOT NULL AS skipped`,
   );
-  const toSend = rows
-    .filter((r) => !r.skipped)
-    .map((r) => ({
-      id: r.id,
-      userId: r.user_id,
-      attempts: r.attempts,
-      channel: r.channel,
-      templateId: r.template_id,
-      subscriptionGroupId: r.subscription_group_id,
-      context: r.context,
-      traits: r.traits ?? {},
-    }));
+  const toSend = rows.filter((r) => !r.skipped).map(toClaimed);
   return { picked: rows.length, skipped: rows.filter((r) => r.skipped).map((r) => r.channel), toSend };
 }
+
+/** Why a picked delivery is skipped (user gone, unsubscribed, not subscribed, no contact point), or NULL. */
+const skipReason = (traits: Param) => sql`CASE
+      WHEN p.profile_id IS NULL THEN 'user no longer exists'
+      WHEN g.type = 'OptOut' AND s.subscribed = false THEN 'unsubscribed'
+      WHEN g.type = 'OptIn' AND s.subscribed IS NOT TRUE THEN 'not subscribed'
+      WHEN ${traits}::jsonb ->> picked.channel::text IS NOT NULL
+        AND coalesce(p.traits ->> (${traits}::jsonb ->> picked.channel::text), '') = '' THEN 'no ' || (${traits}::jsonb ->> picked.channel::text) || ' trait'
+    END`;
+
+const toClaimed = (r: ClaimRow): Claimed => ({
+  id: r.id,
+  userId: r.user_id,
+  attempts: r.attempts,
+  channel: r.channel,
+  templateId: r.template_id,
+  subscriptionGroupId: r.subscription_group_id,
+  context: r.context,
+  traits: r.traits ?? {},
+});
 
 /** The columns a claim returns (RETURNING above). */
 interface ClaimRow {

@@ -1,7 +1,7 @@
 // A template whose webhook URL the send-time guard would refuse (a loopback, private, link-local, …
 // address, or a name resolving to one, unless allow-listed) is saved — a receiver may be set up
 // later, or allow-listed — but the PUT answers a warning, so the first failed delivery is not the
-// first sign. The check is the sender's own guard (messaging/channels/webhook-guard.ts).
+// first sign. The check is the sender's own guard (src/outbound/guard.ts).
 import type { MessageTemplateDefinition, TemplateWarning } from "@tidings/schema";
 import type { OutboundGuard } from "../outbound/index.ts";
 

@@ -1,5 +1,5 @@
 // Small HTTP helpers shared by the channel senders: one request with a deadline that never throws
-// (Twilio, FCM, Expo), through the outbound guard (outbound-guard.ts) on a keep-alive undici Agent
+// (Twilio, FCM, Expo), through the outbound guard (src/outbound/guard.ts) on a keep-alive undici Agent
 // whose sockets resolve through it; and for those and the webhook the one Retry-After parser and
 // classification of transient statuses. Bounded concurrency is p-map's.
 import type { Dispatcher } from "undici";

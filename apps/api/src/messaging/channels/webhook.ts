@@ -1,10 +1,7 @@
 // The built-in Webhook channel: one HTTP request per message, signed per the Standard Webhooks
-// spec (https://www.standardwebhooks.com), sent through one shared keep-alive undici Agent.
-//
-// Server-side request forgery guard (outbound-guard.ts): host names are checked inside the Agent's
-// DNS lookup, on the addresses the socket then connects to (no second resolution a rebinding DNS
-// server could answer differently); IP literals, which sockets never look up, before each request.
-// Redirects are followed here (never by undici), each hop checked again.
+// spec (https://www.standardwebhooks.com), over keep-alive undici Agents (one per workspace).
+// Every host passes the outbound guard (src/outbound/guard.ts: inside the Agent's DNS lookup, IP
+// literals before each request); redirects are followed here, never by undici, each hop checked.
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 import type { Agent, Dispatcher } from "undici";
 import type { WebhookConfig } from "@tidings/schema";
@@ -97,6 +94,75 @@ const shown = (url: URL) => `${url.protocol}//${url.host}${url.pathname}`;
  * Sends webhooks. One instance per process: it owns the keep-alive connection pool and the DNS
  * cache; `close()` releases them (in-flight requests finish first).
  */
+/** A webhook request as it is sent, and sent again to where a redirect leads. */
+interface WebhookRequest {
+  url: URL;
+  method: string;
+  body: string | undefined;
+  headers: Record<string, string>;
+}
+
+/**
+ * The request's headers: the template's, less those Tidings sets; a JSON content type for a body
+ * without one; the user agent; Basic credentials from the URL's user info; the webhook id and
+ * timestamp (Standard Webhooks; the signature is added per request).
+ */
+function requestHeaders(rendered: WebhookRendered, url: URL, deliveryId: string, timestamp: number): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(rendered.headers ?? {})) {
+    const lower = name.toLowerCase();
+    if (!DROPPED_HEADERS.has(lower) && !SIGNATURE_HEADERS.has(lower)) headers[lower] = value;
+  }
+  const body = rendered.body;
+  if (body !== undefined && body !== "" && headers["content-type"] === undefined) headers["content-type"] = "application/json";
+  if (headers["user-agent"] === undefined) headers["user-agent"] = "Tidings-Webhooks/1";
+  if ((url.username || url.password) && headers.authorization === undefined) {
+    const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+    headers.authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
+  }
+  headers["webhook-id"] = deliveryId;
+  headers["webhook-timestamp"] = String(timestamp);
+  return headers;
+}
+
+/** The outcome of a final (not redirecting) answer. */
+function answered(status: number, hop: number, retryAfter: string | string[] | undefined): SendOutcome {
+  if (status >= 200 && status < 300) return { status: "sent" };
+  const what = `webhook answered HTTP ${status}${hop ? ` (after ${hop} redirects)` : ""}`;
+  if (isTransientStatus(status)) return retry(what, parseRetryAfter(retryAfter));
+  return failed(what);
+}
+
+/**
+ * The request a redirect leads to, or why it is not followed. A 303, or a 301/302 after a POST,
+ * becomes a GET without a body; credentials do not follow to another origin.
+ */
+function redirected(
+  req: WebhookRequest,
+  status: number,
+  location: string | undefined,
+  hop: number,
+  max: number,
+): WebhookRequest | SendOutcome {
+  if (!location) return failed(`webhook answered ${status} without a Location header`);
+  if (hop >= max) return failed(`webhook redirected more than ${max} times (last to ${location.slice(0, 200)})`);
+  let target: URL;
+  try {
+    target = new URL(location, req.url);
+  } catch {
+    return failed(`webhook redirected to an invalid URL ${JSON.stringify(location.slice(0, 200))}`);
+  }
+  const headers = { ...req.headers };
+  let { method, body } = req;
+  if (status === 303 || ((status === 301 || status === 302) && method === "POST")) {
+    method = "GET";
+    body = undefined;
+    delete headers["content-type"];
+  }
+  if (target.origin !== req.url.origin) for (const h of CREDENTIAL_HEADERS) delete headers[h];
+  return { url: target, method, body, headers };
+}
+
 export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConfig> {
   private readonly guard: OutboundGuard;
   private readonly timeoutMs: number;
@@ -162,84 +228,47 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
   }
 
   private async sendOne(message: OutgoingMessage<WebhookRendered>, key: KeyObject | undefined): Promise<SendOutcome> {
-    const rendered = message.rendered;
     let url: URL;
     try {
-      url = new URL(rendered.url);
+      url = new URL(message.rendered.url);
     } catch {
-      return failed(`invalid webhook URL ${JSON.stringify(rendered.url.slice(0, 200))}`);
-    }
-    let method: string = rendered.method;
-    let body = rendered.body;
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(rendered.headers ?? {})) {
-      const lower = name.toLowerCase();
-      if (!DROPPED_HEADERS.has(lower) && !SIGNATURE_HEADERS.has(lower)) headers[lower] = value;
-    }
-    if (body !== undefined && body !== "" && headers["content-type"] === undefined) headers["content-type"] = "application/json";
-    if (headers["user-agent"] === undefined) headers["user-agent"] = "Tidings-Webhooks/1";
-    if ((url.username || url.password) && headers.authorization === undefined) {
-      const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
-      headers.authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
+      return failed(`invalid webhook URL ${JSON.stringify(message.rendered.url.slice(0, 200))}`);
     }
     const timestamp = Math.floor(Date.now() / 1000);
-    headers["webhook-id"] = message.deliveryId;
-    headers["webhook-timestamp"] = String(timestamp);
+    let req: WebhookRequest = {
+      url,
+      method: message.rendered.method,
+      body: message.rendered.body,
+      headers: requestHeaders(message.rendered, url, message.deliveryId, timestamp),
+    };
     const deadline = Date.now() + this.timeoutMs;
-
     for (let hop = 0; ; hop++) {
-      const via = hop === 0 ? "" : `redirect to ${shown(url)} refused: `;
-      const refused = this.guard.refusal(url);
-      if (refused) return failed(`webhook target refused: ${via}${refused}`);
-      if (key) headers["webhook-signature"] = signWebhook(key, message.deliveryId, timestamp, body ?? "");
+      const refused = this.guard.refusal(req.url);
+      if (refused) return failed(`webhook target refused: ${hop === 0 ? "" : `redirect to ${shown(req.url)} refused: `}${refused}`);
+      if (key) req.headers["webhook-signature"] = signWebhook(key, message.deliveryId, timestamp, req.body ?? "");
       const remaining = deadline - Date.now();
       if (remaining <= 0) return retry(`webhook timed out after ${this.timeoutMs} ms (${hop} redirects)`);
-
       let res: Dispatcher.ResponseData;
       try {
         res = await this.agentOf(message.workspaceId).request({
-          origin: url.origin,
-          path: url.pathname + url.search,
-          method: method as Dispatcher.HttpMethod,
-          headers,
-          body: body === undefined || body === "" ? null : body,
+          origin: req.url.origin,
+          path: req.url.pathname + req.url.search,
+          method: req.method as Dispatcher.HttpMethod,
+          headers: req.headers,
+          body: req.body === undefined || req.body === "" ? null : req.body,
           headersTimeout: remaining,
           bodyTimeout: remaining,
         });
       } catch (err) {
-        return this.errorOutcome(err, url, hop);
+        return this.errorOutcome(err, req.url, hop);
       }
+      // The status is the answer; a broken body after it changes nothing.
+      await res.body.dump().catch(() => {});
       const status = res.statusCode;
-      try {
-        await res.body.dump();
-      } catch {
-        // the status is the answer; a broken body after it changes nothing
-      }
-
-      if (REDIRECTS.has(status)) {
-        const location = headerText(res.headers.location);
-        if (!location) return failed(`webhook answered ${status} without a Location header`);
-        if (hop >= this.maxRedirects)
-          return failed(`webhook redirected more than ${this.maxRedirects} times (last to ${location.slice(0, 200)})`);
-        let target: URL;
-        try {
-          target = new URL(location, url);
-        } catch {
-          return failed(`webhook redirected to an invalid URL ${JSON.stringify(location.slice(0, 200))}`);
-        }
-        if (status === 303 || ((status === 301 || status === 302) && method === "POST")) {
-          method = "GET";
-          body = undefined;
-          delete headers["content-type"];
-        }
-        if (target.origin !== url.origin) for (const h of CREDENTIAL_HEADERS) delete headers[h];
-        url = target;
-        continue;
-      }
-      if (status >= 200 && status < 300) return { status: "sent" };
-      const what = `webhook answered HTTP ${status}${hop ? ` (after ${hop} redirects)` : ""}`;
-      if (isTransientStatus(status)) return retry(what, parseRetryAfter(res.headers["retry-after"]));
-      return failed(what);
+      if (!REDIRECTS.has(status)) return answered(status, hop, res.headers["retry-after"]);
+      const next = redirected(req, status, headerText(res.headers.location), hop, this.maxRedirects);
+      if ("status" in next) return next;
+      req = next;
     }
   }
 

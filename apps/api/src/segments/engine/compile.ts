@@ -10,7 +10,8 @@
 import { manualSegmentDefinition, SegmentDefinition, type SegmentNode } from "@tidings/schema";
 import { join, raw, type Sql, sql } from "../../db/sql.ts";
 import { outboxKey } from "../../outbox/index.ts";
-import { type Condition, compileNode, least, type ScopeCopy } from "./compile-nodes.ts";
+import { compileNode, type ScopeCopy } from "./compile-nodes.ts";
+import { type Condition, least } from "./operators.ts";
 import type { SegmentInputs, SubscriptionGroupTypes } from "./inputs.ts";
 
 export { type SegmentInputs, type SubscriptionGroupTypes, segmentInputs } from "./inputs.ts";
