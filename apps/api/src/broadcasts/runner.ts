@@ -1,6 +1,6 @@
 // Broadcasts on the job layer. `broadcasts.start` freezes the audience (one Queued delivery per
 // member, unique per (broadcast, user)) and wakes the broadcast's senders; the sending itself is
-// the delivery pipeline's (messaging/send-jobs.ts), for which a broadcast is one kind of source.
+// the delivery pipeline's (messaging/senders.ts), for which a broadcast is one kind of source.
 // A job every second starts broadcasts whose start job was lost.
 import type { MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";

@@ -11,14 +11,14 @@ import { type Module, routesOf } from "../http/module.ts";
 import type { OutboundGuard } from "../outbound/index.ts";
 import type { RenderPool } from "../templates/index.ts";
 import { createSenders } from "./channels/index.ts";
-import { Deliverer } from "./deliver.ts";
-import { deliveryRoutes } from "./delivery-routes.ts";
+import { Deliverer } from "./send-chunk.ts";
+import { deliveryRoutes } from "./delivery-read-routes.ts";
 import { messagingMetrics } from "./metrics.ts";
 import { providerRoutes } from "./providers/routes.ts";
-import { SendJobs } from "./send-jobs.ts";
+import { SendJobs } from "./senders.ts";
 
 export { verifySecretKey } from "./secret-key.ts";
-export type { SendJobs } from "./send-jobs.ts";
+export type { SendJobs } from "./senders.ts";
 export type { DeliverySource, StreamSettings } from "./sources.ts";
 
 export interface MessagingDeps {

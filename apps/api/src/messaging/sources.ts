@@ -1,7 +1,7 @@
 // Delivery sources. A delivery belongs to one source — a broadcast's member, a journey run's
 // message node, later a direct send — and is unique per source by a database constraint. The
 // deliveries of one source instance (a broadcast, a journey) form a stream: claimed, paced, sent,
-// retried and marked by the same pipeline (send-jobs.ts, deliver.ts), which knows streams only
+// retried and marked by the same pipeline (senders.ts, send-chunk.ts), which knows streams only
 // through this interface. Each capability registers its kind of source.
 import type { MessageTemplateDefinition } from "@tidings/schema";
 

@@ -1,5 +1,5 @@
 // One sender per provider type, shared by every send of the process; closed at shutdown.
-import type { Senders } from "../deliver.ts";
+import type { Senders } from "../send-chunk.ts";
 import { EmailSender } from "./email.ts";
 import { ExpoSender } from "./expo.ts";
 import { FcmSender } from "./fcm.ts";

@@ -1,5 +1,5 @@
 // What every channel sender takes and answers. A sender speaks one provider's real protocol;
-// the delivery pipeline (send-jobs.ts, deliver.ts) claims rows, renders, calls `send` and marks the
+// the delivery pipeline (senders.ts, send-chunk.ts) claims rows, renders, calls `send` and marks the
 // outcome. Senders never touch the database.
 
 import type { EmailRendered } from "../../templates/index.ts";

@@ -3,7 +3,7 @@ import { contractsById as op } from "@tidings/schema";
 import type { FastifyPluginAsync } from "fastify";
 import type { PrismaClient } from "../db/client.ts";
 import { route } from "../http/route.ts";
-import { getDelivery, listDeliveries } from "./deliveries.ts";
+import { getDelivery, listDeliveries } from "./delivery-reads.ts";
 
 export const deliveryRoutes =
   (deps: { prisma: PrismaClient }): FastifyPluginAsync =>

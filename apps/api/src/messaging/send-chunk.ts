@@ -1,5 +1,5 @@
 // Sends one chunk of a stream's deliveries (sources.ts): claim, pace, render, send through each
-// channel's provider, mark — renewing the claim's lease while the provider works (dispatch.ts
+// channel's provider, mark — renewing the claim's lease while the provider works (claims.ts
 // holds the SQL and the rules).
 import type { Channel, MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";
@@ -18,7 +18,7 @@ import {
   messageInput,
   renewLeases,
   toOutgoing,
-} from "./dispatch.ts";
+} from "./claims.ts";
 import { type ProviderForSending, ProviderUnusableError, providerForSending } from "./providers/service.ts";
 import { ReadCache } from "./read-cache.ts";
 import type { SecretBox } from "../lib/secrets.ts";

@@ -8,8 +8,8 @@ import pg from "pg";
 import { ident, type Sql, sql } from "../db/sql.ts";
 import type { JobLayer, JobLog } from "../jobs/index.ts";
 import { addJobQuery } from "../jobs/index.ts";
-import type { Deliverer } from "./deliver.ts";
-import { nextDue } from "./dispatch.ts";
+import type { Deliverer } from "./send-chunk.ts";
+import { nextDue } from "./claims.ts";
 import type { DeliverySource, StreamRef } from "./sources.ts";
 import { errorText } from "../lib/errors.ts";
 
