@@ -99,8 +99,9 @@ describe("faults with replicas", () => {
       TIDINGS_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
       // A delivery claimed by a dead worker is sent again after this.
       TIDINGS_DELIVERY_LEASE_SECONDS: "2",
-      // Two sending slots per worker: a stream's four senders are spread over both workers.
-      TIDINGS_WORKER_CONCURRENCY: "4",
+      // Four sending slots per worker, two of them for one workspace: a stream's four senders are
+      // spread over both workers, and the broadcast is still sending when the kill comes.
+      TIDINGS_SEND_CONCURRENCY: "4",
     };
     const startWorker = () => startServer(dir, { ...env, TIDINGS_ROLE: "worker" });
     const [api, first, second] = await Promise.all([startServer(dir, { ...env, TIDINGS_ROLE: "api" }), startWorker(), startWorker()]);
