@@ -1,7 +1,7 @@
 // The CLI's error kinds and how each reaches the terminal: a usage error exits 2, an API error
 // (the SDK's `TidingsApiError`: status, code, message, request id, issues) exits 1, and neither
 // prints a stack trace.
-import { didYouMean, schemaKeys } from "@tidings/schema";
+import { explainIssues } from "@tidings/schema";
 import { isTidingsApiError, TidingsApiError } from "@tidings/sdk";
 
 /** A mistake in how the CLI was invoked or in the files it was given; nothing was sent. Exit 2. */
@@ -40,7 +40,9 @@ export function describeError(err: unknown): { lines: string[]; exitCode: number
   if (err instanceof UsageError) return { lines: [`error: ${err.message}`, ...err.details.map((d) => `  ${d}`)], exitCode: 2 };
   if (isTidingsApiError(err)) {
     const lines = [`error: ${err.message} (${err.code}${err.status ? `, HTTP ${err.status}` : ""})`];
-    for (const issue of err.issues) lines.push(`  ${issue.path || "(body)"}: ${issue.message}`);
+    for (const issue of err.issues as ((typeof err.issues)[number] & { location?: string })[]) {
+      lines.push(`  ${issue.location ? `${issue.location}: ` : ""}${issue.path || "(body)"}: ${issue.message}`);
+    }
     if (err.requestId) lines.push(`  request id: ${err.requestId}`);
     return { lines, exitCode: 1 };
   }
@@ -50,18 +52,16 @@ export function describeError(err: unknown): { lines: string[]; exitCode: number
 }
 
 /**
- * Issue lines from a zod error, each naming the field (`definition.nodes.1.type: …`); with the
- * schema, an unknown key names the closest known one (`within_seconds` → "withinSeconds").
+ * Issue lines from a zod error, one per mistake, each naming the field (`definition.nodes.1.type:
+ * …`); with the schema, an unknown key names the closest known one (`within_seconds` →
+ * "withinSeconds"), or the missing one it stands for (`chlid` → "child").
  */
 export function zodIssues(
   error: { issues: readonly { path: readonly PropertyKey[]; message: string; code?: string; keys?: readonly string[] }[] },
   prefix = "",
   schema?: unknown,
 ): string[] {
-  return error.issues.map((i) => {
-    const path = [prefix, ...i.path.map(String)].filter(Boolean).join(".");
-    const hints =
-      schema !== undefined && i.code === "unrecognized_keys" ? (i.keys ?? []).map((k) => didYouMean(k, schemaKeys(schema))).join("") : "";
-    return `${path || "(document)"}: ${i.message}${hints}`;
-  });
+  return explainIssues(error.issues, schema).map(
+    (i) => `${[prefix, ...i.path.map(String)].filter(Boolean).join(".") || "(document)"}: ${i.message}`,
+  );
 }

@@ -5,6 +5,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type CliResult, newWorkspace, runCli, tempDir, type Workspace } from "./support/cli.js";
+import { startProxy } from "./support/proxy.js";
 
 let ws: Workspace;
 beforeAll(async () => {
@@ -94,7 +95,7 @@ definition: { type: Sms, body: "Hello {{ user.firstName }}" }
     expect(res.status, res.stderr).toBe(0);
     const lines = res.stdout.trimEnd().split("\n");
     expect(
-      lines.filter((l) => /^\S+ \S+ {2}Sent {5}Sms {2}user (ada|bob) → \+1555000\d(ada|bob) {2}broadcast [0-9a-f-]{36}$/.test(l)),
+      lines.filter((l) => /^\S+ \S+ {2}Sent {5}Sms {2}user (ada|bob) → \+1555000\d(ada|bob) {2}broadcast "tail-hello" {2}template "Hello SMS"$/.test(l)),
     ).toHaveLength(2);
     expect(res.stdout).toContain("    body: Hello Ada\n");
     expect(res.stdout).toContain("    body: Hello Bob\n");
@@ -117,6 +118,50 @@ definition: { type: Sms, body: "Hello {{ user.firstName }}" }
       contact: expect.stringMatching(/^\+1555000/),
       rendered: { body: expect.stringMatching(/^Hello (Ada|Bob)$/) },
     });
+  });
+});
+
+describe("tidings deliveries tail: what it shows, and a server that goes away", () => {
+  it("--since shows deliveries created before it started; without it, only what is created after", async () => {
+    const since = await startTail(["deliveries", "tail", "--since", "1h", "--count", "2", "--interval", "200"]);
+    const res = await since.done;
+    expect(res.status, res.stderr).toBe(0);
+    expect(res.stdout.match(/ {2}Sent {5}Sms {2}user (ada|bob) /g)).toHaveLength(2);
+    // Without --since the same deliveries are not new: nothing within a few polls.
+    const plain = await startTail(["deliveries", "tail", "--count", "1", "--interval", "200"], ws, 1500);
+    const after = await plain.done;
+    expect(after.status).toBeNull(); // still waiting when killed
+    expect(after.stdout).toBe("");
+  });
+
+  it("deliveries list shows each delivery's source by name", async () => {
+    const res = await runCli(["deliveries", "list", "--broadcast", "tail-hello"], { env: ws.env });
+    expect(res.status, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/^CREATED\s+ID\s+USER\s+CHANNEL\s+STATUS\s+ATTEMPTS\s+SOURCE\s+REASON$/m);
+    expect(res.stdout.match(/ broadcast "tail-hello"/g)).toHaveLength(2);
+  });
+
+  it("says when the server goes away, reconnects by itself when it is back, and misses nothing", async () => {
+    const proxy = await startProxy(ws.host, () => undefined);
+    try {
+      const tail = await startTail(["deliveries", "tail", "--count", "2", "--interval", "200"], { ...ws, env: { ...ws.env, TIDINGS_HOST: proxy.url } });
+      await proxy.down();
+      await new Promise((r) => setTimeout(r, 1500));
+      // Sent while the tail cannot reach the server.
+      const run = await runCli(
+        ["broadcasts", "execute", "--name", "tail-outage", "--segment-id", "Has phone", "--template-id", "Hello SMS", "--wait"],
+        { env: ws.env },
+      );
+      expect(run.status, run.stderr).toBe(0);
+      await proxy.up();
+      const res = await tail.done;
+      expect(res.status, res.stderr).toBe(0);
+      expect(res.stderr).toMatch(/^lost the server \(.+\); reconnecting… \(Ctrl-C to stop\)$/m);
+      expect(res.stderr).toMatch(/^reconnected; following again \(nothing was missed\)$/m);
+      expect(res.stdout.match(/ broadcast "tail-outage" /g)).toHaveLength(2);
+    } finally {
+      await proxy.close().catch(() => {});
+    }
   });
 });
 

@@ -17,6 +17,7 @@ import {
   WorkspaceQuery,
 } from "./common.js";
 import { Channel } from "./subscription-groups.js";
+import { didYouMean } from "./suggest.js";
 
 /** The id every exit reference names. */
 export const EXIT_NODE_ID = "ExitNode";
@@ -190,7 +191,8 @@ function checkDefinition(def: { entryNode: JourneyEntryNode; nodes: JourneyBodyN
     for (const ref of journeyNodeChildren(node)) {
       if (ref.id !== EXIT_NODE_ID && !byId.has(ref.id)) {
         dangling = true;
-        ctx.addIssue({ code: "custom", path: [...path, ...ref.path], message: `names no node of the definition: "${ref.id}"` });
+        const hint = didYouMean(ref.id, [...byId.keys(), EXIT_NODE_ID]);
+        ctx.addIssue({ code: "custom", path: [...path, ...ref.path], message: `names no node of the definition: "${ref.id}"${hint}` });
       }
     }
   }

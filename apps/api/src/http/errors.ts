@@ -1,11 +1,11 @@
 // One error model: ApiError carries a code of the closed list; the Fastify error handler maps
 // every error (ours, zod's, Fastify's own) to the envelope and never leaks internals on 5xx.
-import { type ErrorCode, type ErrorResponse, schemaKeys } from "@tidings/schema";
+import type { ErrorCode, ErrorResponse } from "@tidings/schema";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
 import { ZodError } from "zod";
 import { isDatabaseRefusing, isDatabaseUnavailable } from "../db/errors.ts";
-import { ApiError, databaseRefusing, databaseUnavailable, fieldIssues, zodIssues } from "../lib/errors.ts";
+import { ApiError, databaseRefusing, databaseUnavailable, issuesFrom, zodIssues } from "../lib/errors.ts";
 
 /** Fastify's own error codes that are the client's fault. */
 const fastifyCodes: Record<string, ErrorCode> = {
@@ -31,12 +31,12 @@ function toApiError(err: FastifyError | Error, request?: FastifyRequest): ApiErr
     const where = (err as FastifyError & { validationContext?: string }).validationContext ?? "body";
     // The route's schema for this part of the request: its field names feed "did you mean".
     const schema = (request?.routeOptions.schema as Record<string, unknown> | undefined)?.[where];
-    const known = schema === undefined ? undefined : schemaKeys(schema);
-    const issues = err.validation.flatMap((v) => {
+    const raw = err.validation.map((v) => {
+      const keys = (v.params as { keys?: unknown } | undefined)?.keys;
       const path = v.instancePath.split("/").filter(Boolean);
-      const params = v.params as { keys?: unknown } | undefined;
-      return fieldIssues(where === "body" ? path : [where, ...path], v.keyword, v.message ?? "invalid", params?.keys, known);
+      return { path, code: v.keyword, message: v.message ?? "invalid", keys: Array.isArray(keys) ? keys : undefined };
     });
+    const issues = issuesFrom(raw, where === "body" ? [] : [where], schema);
     return new ApiError("VALIDATION_FAILED", "The request does not match the schema", issues);
   }
   if (err instanceof ZodError) return new ApiError("VALIDATION_FAILED", "The request does not match the schema", zodIssues(err));

@@ -1,7 +1,7 @@
 // The one error model, without the web layer: ApiError carries a code of the closed list (its
 // status comes from @tidings/schema); the HTTP error handler (http/errors.ts) turns every error
 // into the envelope. Small helpers for error text live here too.
-import { didYouMean, type ErrorCode, type ErrorIssue, errorStatus, schemaKeys } from "@tidings/schema";
+import { type ErrorCode, type ErrorIssue, errorStatus, explainIssues, type RawIssue } from "@tidings/schema";
 import type { ZodError } from "zod";
 
 export class ApiError extends Error {
@@ -32,25 +32,22 @@ export const databaseRefusing = () =>
 const joinPath = (path: readonly PropertyKey[]) => path.map(String).join(".") || "(body)";
 
 /**
- * One issue per offending field. zod reports all unknown keys of an object in one
- * `unrecognized_keys` issue at the object's path; each key gets its own issue, the key appended
- * to the path, so the client sees which field to fix — and the closest field the schema knows
- * (`within_seconds` → did you mean "withinSeconds"?).
+ * Our issue list from zod's (or Fastify's zod provider's) issues, paths prefixed (e.g. with
+ * `batch`): one per mistake (explainIssues: an unknown key at its own path with the closest key
+ * meant, a missing field once).
  */
-export function fieldIssues(path: readonly PropertyKey[], code: string, message: string, keys: unknown, known?: Set<string>): ErrorIssue[] {
-  if (code === "unrecognized_keys" && Array.isArray(keys) && keys.length > 0) {
-    return keys.map((key) => ({
-      path: joinPath([...path, String(key)]),
-      message: `unknown field ${JSON.stringify(String(key))}${known ? didYouMean(String(key), known) : ""}`,
-    }));
-  }
-  return [{ path: joinPath(path), message }];
+export function issuesFrom(raw: readonly RawIssue[], prefix: readonly PropertyKey[] = [], schema?: unknown): ErrorIssue[] {
+  const prefixed = raw.map((i) => ({ ...i, path: [...prefix, ...i.path] }));
+  return explainIssues(prefixed, schema).map((i) => ({ path: joinPath(i.path), message: i.message }));
 }
 
 /** Turns zod issues into our issue list, prefixing paths (e.g. with `batch`). */
 export function zodIssues(err: ZodError, prefix: (string | number)[] = [], schema?: unknown): ErrorIssue[] {
-  const known = schema === undefined ? undefined : schemaKeys(schema);
-  return err.issues.flatMap((i) => fieldIssues([...prefix, ...i.path], i.code, i.message, "keys" in i ? i.keys : undefined, known));
+  return issuesFrom(
+    err.issues.map((i) => ({ path: i.path, code: i.code, message: i.message, keys: "keys" in i ? i.keys : undefined })),
+    prefix,
+    schema,
+  );
 }
 
 /** The message of anything thrown, for a log line or a reason. */

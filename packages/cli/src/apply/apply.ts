@@ -5,8 +5,9 @@
 import type { ApplyResponse } from "@tidings/schema";
 import { isTidingsApiError, TidingsApiError } from "@tidings/sdk";
 import type { Api } from "../api.js";
-import { listAll, resourceKinds, type StoredResource } from "../resources.js";
+import { kindByName, listAll, resourceKinds, type StoredResource } from "../resources.js";
 import type { ResourceDocument } from "./load.js";
+import type { ReferredKind } from "./references.js";
 
 export type ApplyResult = "created" | "updated" | "unchanged";
 
@@ -49,7 +50,8 @@ export function changedFields(doc: ResourceDocument, stored: StoredResource): st
 
 /**
  * The server's error about one resource (`resources.2 (Segment "Pro users"): …`, issue paths
- * `resources.2.resource.definition…`), retold with the file it came from, paths within the document.
+ * `resources.2.resource.definition…`), retold with the file it came from: issue paths within the
+ * document, each at its `file:line:column`.
  */
 function inFiles(err: unknown, docs: readonly ResourceDocument[]): unknown {
   if (!isTidingsApiError(err)) return err;
@@ -57,8 +59,18 @@ function inFiles(err: unknown, docs: readonly ResourceDocument[]): unknown {
   const doc = at ? docs[Number(at[1])] : undefined;
   if (!at || !doc) return err;
   const message = `${doc.source}${err.message.slice(at[0].length)}`;
-  const issues = err.issues.map((i) => ({ ...i, path: i.path.replace(/^resources\.\d+\.resource\.?/, "") }));
+  const issues = err.issues.map((i) => {
+    const path = i.path.replace(/^resources\.\d+\.resource\.?/, "");
+    return { ...i, path, location: doc.locate(path ? path.split(".") : []) };
+  });
   return new TidingsApiError(err.status, err.code, message, err.requestId, issues, { cause: err });
+}
+
+/** What the workspace stores of each kind (to resolve and to write back references by name). */
+export async function storedOf(api: Api, kinds: ReadonlySet<ReferredKind>): Promise<Map<ReferredKind, StoredResource[]>> {
+  const stored = new Map<ReferredKind, StoredResource[]>();
+  for (const kind of kinds) stored.set(kind, await listAll(api, kindByName.get(kind)!));
+  return stored;
 }
 
 export async function applyDocuments(

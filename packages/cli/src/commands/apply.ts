@@ -1,7 +1,7 @@
 // `tidings apply -f <file|dir>…`: upserts segments, templates, subscription groups and journeys
 // kept in files (JSON or YAML, kind-tagged), validated before anything is sent.
 import type { Command } from "commander";
-import { type ApplyOutcome, applyDocuments } from "../apply/apply.js";
+import { type ApplyOutcome, applyDocuments, storedOf } from "../apply/apply.js";
 import { isTidingsApiError } from "@tidings/sdk";
 import { loadDocuments } from "../apply/load.js";
 import { action, type Ctx, reportError } from "../context.js";
@@ -52,8 +52,14 @@ Each document names its kind and holds the resource, as PUT /api/admin/… takes
     entryNode: { type: Trait, id: plan, path: plan, operator: { type: Equals, value: pro } }
 
 Kinds: SubscriptionGroup, Segment, Template, Journey (written in that order). A resource is
-matched by its id when the document has one, else by name. Every document is validated before
-anything is sent; a resource whose stored fields equal the document's is reported unchanged.
+matched by its id when the document has one, else by name. A reference to another resource
+(segment, segmentId, exitSegmentId, templateId, subscriptionGroupId) may be written by name,
+resolved against these files, then the workspace:
+
+  - { id: hello, type: MessageNode, channel: Email, templateId: { name: Welcome }, child: ExitNode }
+
+Every document is validated before anything is sent, each problem reported once at its
+file:line:column; a resource whose stored fields equal the document's is reported unchanged.
 
 The server writes every resource in one transaction (POST /api/admin/apply): all of them, or
 none when one is refused — the error names its file. --dry-run asks the server to check the
@@ -63,7 +69,7 @@ another id; drop \`id\` from the document to update that one, or choose another 
     )
     .action(
       action(async (ctx, opts: ApplyOptions) => {
-        const docs = loadDocuments(opts.file);
+        const docs = await loadDocuments(opts.file, (kinds) => storedOf(ctx.api, kinds));
         const dryRun = opts.dryRun === true;
         let outcomes: ApplyOutcome[];
         try {

@@ -3,6 +3,7 @@
 import type { DeliveryRecord, DeliveryStatus } from "@tidings/schema";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { action, isUuid, positiveInt } from "../context.js";
+import { DeliveryNames } from "../delivery-sources.js";
 import { type Column, formatTime } from "../output.js";
 import { kindByName, resolveResource } from "../resources.js";
 import { findBroadcastByName } from "./broadcasts.js";
@@ -16,17 +17,15 @@ function parseStatus(value: string): DeliveryStatus {
   return found;
 }
 
-/** Where a delivery comes from: `broadcast <id>` or `journey <id> node <id>`. */
-export const deliverySource = (d: DeliveryRecord) =>
-  d.broadcastId ? `broadcast ${d.broadcastId}` : d.journeyId ? `journey ${d.journeyId} node ${d.nodeId ?? "-"}` : "-";
-
-const columns: Column<DeliveryRecord>[] = [
+/** The table's columns: SOURCE says which broadcast, or which journey and node, a delivery came from. */
+const columns = (names: DeliveryNames): Column<DeliveryRecord>[] => [
   { header: "CREATED", value: (d) => formatTime(d.createdAt) },
   { header: "ID", value: (d) => d.id },
   { header: "USER", value: (d) => d.userId },
   { header: "CHANNEL", value: (d) => d.channel },
   { header: "STATUS", value: (d) => d.status },
   { header: "ATTEMPTS", value: (d) => d.attempts, right: true },
+  { header: "SOURCE", value: (d) => names.source(d) },
   { header: "REASON", value: (d) => d.reason },
 ];
 
@@ -45,7 +44,9 @@ export function registerDeliveryCommands(program: Command) {
 
   group
     .command("list")
-    .description("List deliveries, newest first, with the reason of each failure or skip")
+    .description(
+      "List deliveries, newest first: the source of each (broadcast, or journey and node) and the reason of each failure or skip",
+    )
     .option("--broadcast <id-or-name>", "only this broadcast's deliveries")
     .option("--journey <id-or-name>", "only this journey's deliveries")
     .option("--user <user-id>", "only this user's deliveries")
@@ -87,7 +88,9 @@ Examples:
           cursor = next ?? undefined;
         } while (opts.all && next);
         if (ctx.json) return ctx.out.data({ items, nextCursor: next });
-        ctx.out.table(items, columns, "(no deliveries)");
+        const names = new DeliveryNames(ctx.api);
+        await names.learn(items);
+        ctx.out.table(items, columns(names), "(no deliveries)");
         if (next) ctx.out.note(`more: --cursor ${next} (or --all)`);
       }),
     );
@@ -100,6 +103,8 @@ Examples:
       action(async (ctx, id: string) => {
         const d = await ctx.api.call("deliveries.get", { params: { id } });
         if (ctx.json) return ctx.out.data(d);
+        const names = new DeliveryNames(ctx.api);
+        await names.learn([d]);
         ctx.out.yaml({
           id: d.id,
           user: d.userId,
@@ -107,8 +112,8 @@ Examples:
           status: d.status,
           ...(d.reason ? { reason: d.reason } : {}),
           attempts: d.attempts,
-          source: deliverySource(d),
-          ...(d.templateId ? { template: d.templateId } : {}),
+          source: names.source(d),
+          ...(d.templateId ? { template: names.template(d) } : {}),
           ...(d.providerMessageId ? { providerMessageId: d.providerMessageId } : {}),
           created: formatTime(d.createdAt),
           updated: formatTime(d.updatedAt),

@@ -5,6 +5,8 @@ import type { SegmentUser } from "@tidings/schema";
 import { type Command, Option } from "commander";
 import { action, isUuid, positiveInt } from "../context.js";
 import { formatTime } from "../output.js";
+import { storedOf } from "../apply/apply.js";
+import { referredKinds, withNames } from "../apply/references.js";
 import { deleteResource, listAll, listPage, type ResourceKind, resolveResource } from "../resources.js";
 
 export function registerResourceCommands(program: Command, kind: ResourceKind): Command {
@@ -31,13 +33,17 @@ export function registerResourceCommands(program: Command, kind: ResourceKind): 
 
   group
     .command("get")
-    .description(`Show a ${kind.noun} (YAML that \`tidings apply\` takes back; --json for JSON)`)
+    .description(
+      `Show a ${kind.noun} as YAML that \`tidings apply\` takes back, referring to other resources by name ({name: …}); --json for the API's JSON (ids)`,
+    )
     .argument("<id-or-name>", `the ${kind.noun}'s id or name`)
+    .option("--ids", "write references as ids, not {name: …}")
     .action(
-      action(async (ctx, ref: string) => {
+      action(async (ctx, ref: string, opts: { ids?: boolean }) => {
         const resource = await resolveResource(ctx.api, kind, ref);
         if (ctx.json) return ctx.out.data(resource);
-        ctx.out.yaml({ kind: kind.kind, ...resource });
+        const shown = opts.ids ? resource : withNames(resource, await storedOf(ctx.api, referredKinds(resource)));
+        ctx.out.yaml({ kind: kind.kind, ...shown });
       }),
     );
 

@@ -3,11 +3,12 @@
 // deliveries once settled, with the message as rendered (what the `Log` provider records), events
 // with their payload and any top-level field the event's type does not know (`trait` for `traits`).
 import { type DeliveryRecord, didYouMean, type EventRecord, type EventType, schemaKeys, singleEventBodies } from "@tidings/schema";
-import { type Command, Option } from "commander";
+import { isTidingsApiError } from "@tidings/sdk";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { stringify } from "yaml";
 import { action, type Ctx, positiveInt } from "../context.js";
 import { formatTime } from "../output.js";
-import { deliverySource } from "./deliveries.js";
+import { DeliveryNames } from "../delivery-sources.js";
 
 interface TailOptions {
   interval: number;
@@ -16,9 +17,14 @@ interface TailOptions {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A failure that a restarting server gives (refused, reset, timed out, 5xx): following waits it out. */
+const passing = (err: unknown) =>
+  isTidingsApiError(err) && ((err.status === 0 && (err.code === "NETWORK" || err.code === "TIMEOUT")) || err.status >= 500);
+
 /**
  * Polls `poll` until `count` items were printed (or forever); Ctrl-C stops it. `poll` prints at
- * most `remaining` items and answers how many it printed.
+ * most `remaining` items and answers how many it printed. When the server goes away (a restart),
+ * says so once, polls on every few seconds, and says when it is back.
  */
 async function follow(ctx: Ctx, opts: TailOptions, what: string, poll: (remaining: number) => Promise<number>): Promise<void> {
   let stop = false;
@@ -29,16 +35,35 @@ async function follow(ctx: Ctx, opts: TailOptions, what: string, poll: (remainin
   process.once("SIGTERM", onSignal);
   ctx.out.note(`Waiting for ${what}… (Ctrl-C to stop)`);
   let printed = 0;
+  let lost = false;
   try {
     while (!stop) {
-      printed += await poll(opts.count === undefined ? Number.POSITIVE_INFINITY : opts.count - printed);
+      try {
+        printed += await poll(opts.count === undefined ? Number.POSITIVE_INFINITY : opts.count - printed);
+        if (lost) ctx.out.note("reconnected; following again (nothing was missed)");
+        lost = false;
+      } catch (err) {
+        if (!passing(err)) throw err;
+        if (!lost) ctx.out.note(`lost the server (${(err as Error).message}); reconnecting… (Ctrl-C to stop)`);
+        lost = true;
+      }
       if (opts.count !== undefined && printed >= opts.count) return;
-      await sleep(opts.interval);
+      await sleep(lost ? Math.max(opts.interval, 2000) : opts.interval);
     }
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
+}
+
+/** `--since`: a duration back from now (`30s`, `10m`, `2h`, `1d`), an ISO 8601 time, or ms since the epoch. */
+export function parseSince(value: string): number {
+  const span = /^(\d+)(s|m|h|d)$/.exec(value.trim());
+  if (span) return Date.now() - Number(span[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[span[2] as "s" | "m" | "h" | "d"];
+  const at = /^\d+$/.test(value.trim()) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(at))
+    throw new InvalidArgumentError("expected a duration (30s, 10m, 2h, 1d), an ISO 8601 time or ms since the epoch");
+  return at;
 }
 
 const indented = (value: unknown) =>
@@ -50,38 +75,61 @@ const indented = (value: unknown) =>
 
 const SETTLED = new Set(["Sent", "Failed", "Skipped"]);
 
-function printDelivery(ctx: Ctx, d: DeliveryRecord): void {
+function printDelivery(ctx: Ctx, d: DeliveryRecord, names: DeliveryNames): void {
   if (ctx.json) {
     ctx.out.line(JSON.stringify(d));
     return;
   }
+  const template = names.template(d);
   ctx.out.line(
-    `${formatTime(d.updatedAt)}  ${d.status.padEnd(7)}  ${d.channel}  user ${d.userId}${d.contact ? ` → ${d.contact}` : ""}  ${deliverySource(d)}`,
+    `${formatTime(d.updatedAt)}  ${d.status.padEnd(7)}  ${d.channel}  user ${d.userId}${d.contact ? ` → ${d.contact}` : ""}  ${names.source(d)}${template ? `  template ${template}` : ""}`,
   );
   if (d.reason) ctx.out.line(`    reason: ${d.reason}`);
   if (d.rendered) ctx.out.line(indented(d.rendered));
 }
 
+interface DeliveryTailOptions extends TailOptions {
+  since?: number;
+}
+
+/** Where following starts: the deliveries settled by then are not printed; those still pending are, once they settle. */
+async function startingPoint(ctx: Ctx, since: number | undefined) {
+  if (since !== undefined) return { since, seen: new Set<string>(), pending: new Map<string, number>() };
+  // What exists already is not new: the newest delivery's time is where following starts.
+  const first = await ctx.api.call("deliveries.list", { query: { include: "content", limit: 500 } });
+  return {
+    since: first.items[0]?.createdAt,
+    seen: new Set(first.items.filter((d) => SETTLED.has(d.status)).map((d) => d.id)),
+    pending: new Map<string, number>(first.items.filter((d) => !SETTLED.has(d.status)).map((d) => [d.id, d.createdAt])),
+  };
+}
+
 export function registerDeliveryTail(group: Command): void {
   group
     .command("tail")
-    .description("Follow new deliveries as they settle, with the message as rendered (no provider needed: Log records it)")
+    .description(
+      "Follow deliveries created after it starts (or since --since) as they settle, with the message as rendered (no provider needed: Log records it)",
+    )
     .addOption(new Option("--interval <ms>", "between polls").argParser(positiveInt(60_000)).default(1000))
     .addOption(new Option("--count <n>", "stop after this many deliveries").argParser(positiveInt()))
+    .addOption(
+      new Option("--since <when>", "also show deliveries created since then: 10m, 2h, 1d, or an ISO 8601 time").argParser(parseSince),
+    )
     .addHelpText(
       "after",
       `
-Prints each delivery created after the command started once it is Sent, Failed or Skipped: time,
-status, channel, user, contact point, source, the reason of a failure or skip, and the rendered
-message (subject, text, body, url, …). --json prints one delivery per line (NDJSON).`,
+Prints each delivery created after the command started (with --since, after that time) once it
+is Sent, Failed or Skipped: time, status, channel, user, contact point, source (broadcast, or
+journey and node, by name), template, the reason of a failure or skip, and the rendered message
+(subject, text, body, url, …). When the server goes away (a restart), it says so and reconnects
+by itself. --json prints one delivery per line (NDJSON).`,
     )
     .action(
-      action(async (ctx, opts: TailOptions) => {
-        // What exists already is not new: the newest delivery's time is where following starts.
-        const first = await ctx.api.call("deliveries.list", { query: { include: "content", limit: 500 } });
-        const seen = new Set(first.items.filter((d) => SETTLED.has(d.status)).map((d) => d.id));
-        let since = first.items[0]?.createdAt;
-        const pending = new Map<string, number>(first.items.filter((d) => !SETTLED.has(d.status)).map((d) => [d.id, d.createdAt]));
+      action(async (ctx, opts: DeliveryTailOptions) => {
+        const start = await startingPoint(ctx, opts.since);
+        let since = start.since;
+        const { seen, pending } = start;
+        const names = new DeliveryNames(ctx.api);
         await follow(ctx, opts, "deliveries", async (remaining) => {
           // From the oldest delivery still pending (it may settle), else the newest one seen.
           const from = Math.min(since ?? Number.POSITIVE_INFINITY, ...pending.values());
@@ -94,6 +142,7 @@ message (subject, text, body, url, …). --json prints one delivery per line (ND
             items.push(...page.items);
             cursor = page.nextCursor ?? undefined;
           } while (cursor);
+          if (!ctx.json) await names.learn(items.filter((d) => SETTLED.has(d.status) && !seen.has(d.id)));
           let printed = 0;
           for (const d of items.reverse()) {
             if (printed >= remaining) break;
@@ -105,7 +154,7 @@ message (subject, text, body, url, …). --json prints one delivery per line (ND
             }
             pending.delete(d.id);
             seen.add(d.id);
-            printDelivery(ctx, d);
+            printDelivery(ctx, d, names);
             printed++;
           }
           return printed;

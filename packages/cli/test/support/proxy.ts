@@ -26,6 +26,10 @@ export interface ProxyServer {
   url: string;
   passed: Passed[];
   close(): Promise<void>;
+  /** Stops listening and drops every connection (a server going away: connections are refused). */
+  down(): Promise<void>;
+  /** Listens again on the same port (the server is back). */
+  up(): Promise<void>;
 }
 
 export async function startProxy(
@@ -59,13 +63,16 @@ export async function startProxy(
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return {
     url: `http://127.0.0.1:${port}`,
     passed,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
+    down: close,
+    up: () => new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve)),
   };
 }
