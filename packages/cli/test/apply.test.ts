@@ -157,8 +157,8 @@ describe("tidings apply", () => {
     const res = await runCli(["apply", "-f", bad], { env: ws.env });
     expect(res.status).toBe(2);
     expect(res.stderr).toContain("3 problems in the files; nothing was sent");
-    expect(res.stderr).toMatch(/b-typo\.yaml#1: definition\.entryNode: Unrecognized key: "within_seconds"/);
-    expect(res.stderr).toMatch(/b-typo\.yaml#2: kind: unknown kind "Widget"/);
+    expect(res.stderr).toMatch(/b-typo\.yaml:4:50: definition\.entryNode\.within_seconds: unknown field "within_seconds"/);
+    expect(res.stderr).toMatch(/b-typo\.yaml:6:1: kind: unknown kind "Widget"/);
     expect(res.stderr).toMatch(/c-broken\.json: invalid JSON/);
     const groups = await adminGet<{ items: { name: string }[] }>(ws, "/api/admin/subscription-groups");
     expect(groups.items.map((g) => g.name)).not.toContain("Would be created");
@@ -172,7 +172,7 @@ describe("tidings apply", () => {
     expect(res.stderr).toMatch(/^error: .*t\.yaml \(Template "Broken liquid"\): The template has Liquid syntax errors/m);
     expect(res.stderr).toContain("nothing was written (apply writes every resource or none)");
     expect(res.stderr).toMatch(/\(VALIDATION_FAILED, HTTP 400\)/);
-    expect(res.stderr).toMatch(/^ {2}definition\.body: .*Liquid/m);
+    expect(res.stderr).toMatch(/^ {2}\S*t\.yaml:3:\d+: definition\.body: .*Liquid/m);
     expect(res.stderr).toMatch(/^ {2}request id: \S+$/m);
     expect(res.stderr).not.toMatch(/\n\s+at /);
   });
@@ -238,7 +238,7 @@ describe("tidings apply: the server checks everything first", () => {
     const res = await runCli(["apply", "-f", missing, "--dry-run"], { env: ws.env });
     expect(res.status).toBe(1);
     expect(res.stderr).toMatch(/^error: .*r\.yaml \(Segment "Orphan"\): Unknown subscription group/m);
-    expect(res.stderr).toMatch(/^ {2}subscriptionGroupId: no subscription group/m);
+    expect(res.stderr).toMatch(/^ {2}\S*r\.yaml:3:1: subscriptionGroupId: no subscription group/m);
   });
 });
 

@@ -105,8 +105,8 @@ describe("tidings deliveries, broadcasts execute --wait exit codes, segment memb
     const res = await cli("deliveries", "list", "--broadcast", "hook", "--status", "failed");
     noSecret(res);
     expect(res.status, res.stderr).toBe(0);
-    expect(res.stdout).toMatch(/^CREATED\s+ID\s+USER\s+CHANNEL\s+STATUS\s+ATTEMPTS\s+REASON$/m);
-    expect(res.stdout).toMatch(/^\d{4}-.*\s+ada\s+Webhook\s+Failed\s+1\s+webhook target refused: /m);
+    expect(res.stdout).toMatch(/^CREATED\s+ID\s+USER\s+CHANNEL\s+STATUS\s+ATTEMPTS\s+SOURCE\s+REASON$/m);
+    expect(res.stdout).toMatch(/^\d{4}-.*\s+ada\s+Webhook\s+Failed\s+1\s+broadcast "hook"\s+webhook target refused: /m);
     expect(res.stdout).toMatch(/\s+bob\s+Webhook\s+Failed\s+/);
 
     const ada = await cli("deliveries", "list", "--user", "ada", "--json");
@@ -133,7 +133,7 @@ describe("tidings deliveries, broadcasts execute --wait exit codes, segment memb
     expect(res.status).toBe(0);
     expect(res.stdout).toMatch(/^status: Failed$/m);
     expect(res.stdout).toMatch(/^reason: "?webhook target refused: /m);
-    expect(res.stdout).toMatch(/^source: broadcast [0-9a-f-]{36}$/m);
+    expect(res.stdout).toMatch(/^source: broadcast "hook"$/m);
     const json = JSON.parse((await cli("deliveries", "get", id, "--json")).stdout) as Delivery;
     expect(json).toMatchObject({ id, userId: "bob", status: "Failed" });
 
@@ -177,10 +177,10 @@ definition:
     expect(items.map((d) => d.userId).sort()).toEqual(["ada", "bob"]);
     for (const d of items) expect(d.reason).toMatch(/^webhook target refused/);
     const table = await cli("deliveries", "list", "--journey", "Hooked", "--user", "ada");
-    expect(table.stdout).toMatch(/\s+ada\s+Webhook\s+Failed\s+1\s+webhook target refused: /);
+    expect(table.stdout).toMatch(/\s+ada\s+Webhook\s+Failed\s+1\s+journey "Hooked" node send\s+webhook target refused: /);
     expect(table.stdout).not.toMatch(/\sbob\s/);
     const get = await cli("deliveries", "get", items[0]!.id);
-    expect(get.stdout).toMatch(/^source: journey [0-9a-f-]{36} node send$/m);
+    expect(get.stdout).toMatch(/^source: journey "Hooked" node send$/m);
   });
 
   it("segments members NAME and users list --segment show when each member entered", async () => {

@@ -108,7 +108,7 @@ definition:
     const res = await apply(dir);
     expect(res.status).toBe(2);
     expect(res.stderr).toMatch(
-      /j\.json:12:11: definition\.nodes\.0\.templateId: expected a template id; to refer to the template named "Welcome hook", write `templateId: \{name: "Welcome hook"\}`$/m,
+      /j\.json:15:9: definition\.nodes\.0\.templateId: expected a template id; to refer to the template named "Welcome hook", write `templateId: \{name: "Welcome hook"\}`$/m,
     );
     expect(res.stderr).not.toMatch(/UUID/i);
   });
@@ -145,7 +145,7 @@ definition:
     expect(res.stderr).toContain("2 problems in the files; nothing was sent");
     expect(res.stderr).toMatch(/^ {2}\S*j\.yaml:9:7: definition\.nodes\.0\.chlid: unknown field "chlid" \(did you mean "child"\?\)$/m);
     expect(res.stderr).toMatch(
-      /^ {2}\S*j\.yaml:14:3: definition\.entryNode\.child: names no node of the definition: "wiat" \(did you mean "wait"\?\)$/m,
+      /^ {2}\S*j\.yaml:14:56: definition\.entryNode\.child: names no node of the definition: "wiat" \(did you mean "wait"\?\)$/m,
     );
     expect(res.stderr).not.toMatch(/expected string, received undefined|required/);
   });

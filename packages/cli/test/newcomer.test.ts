@@ -89,7 +89,9 @@ describe("unknown fields suggest the closest known one", () => {
     );
     const res = await runCli(["apply", "-f", dir], { env: ws.env });
     expect(res.status).toBe(2);
-    expect(res.stderr).toMatch(/typo\.yaml: definition\.entryNode: Unrecognized key: "within_seconds" \(did you mean "withinSeconds"\?\)/);
+    expect(res.stderr).toMatch(
+      /typo\.yaml:4:50: definition\.entryNode\.within_seconds: unknown field "within_seconds" \(did you mean "withinSeconds"\?\)/,
+    );
   });
 
   it("the server's 400 names it too", async () => {

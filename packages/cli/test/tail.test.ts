@@ -95,7 +95,9 @@ definition: { type: Sms, body: "Hello {{ user.firstName }}" }
     expect(res.status, res.stderr).toBe(0);
     const lines = res.stdout.trimEnd().split("\n");
     expect(
-      lines.filter((l) => /^\S+ \S+ {2}Sent {5}Sms {2}user (ada|bob) → \+1555000\d(ada|bob) {2}broadcast "tail-hello" {2}template "Hello SMS"$/.test(l)),
+      lines.filter((l) =>
+        /^\S+ \S+ {2}Sent {5}Sms {2}user (ada|bob) → \+1555000\d(ada|bob) {2}broadcast "tail-hello" {2}template "Hello SMS"$/.test(l),
+      ),
     ).toHaveLength(2);
     expect(res.stdout).toContain("    body: Hello Ada\n");
     expect(res.stdout).toContain("    body: Hello Bob\n");
@@ -144,7 +146,10 @@ describe("tidings deliveries tail: what it shows, and a server that goes away", 
   it("says when the server goes away, reconnects by itself when it is back, and misses nothing", async () => {
     const proxy = await startProxy(ws.host, () => undefined);
     try {
-      const tail = await startTail(["deliveries", "tail", "--count", "2", "--interval", "200"], { ...ws, env: { ...ws.env, TIDINGS_HOST: proxy.url } });
+      const tail = await startTail(["deliveries", "tail", "--count", "2", "--interval", "200"], {
+        ...ws,
+        env: { ...ws.env, TIDINGS_HOST: proxy.url },
+      });
       await proxy.down();
       await new Promise((r) => setTimeout(r, 1500));
       // Sent while the tail cannot reach the server.

@@ -51,7 +51,9 @@ const normalize = (key: string) => key.toLowerCase().replace(/[^a-z0-9]/g, "");
 
 /** Edits from `a` to `b`: insertions, deletions, substitutions and swaps of two neighbours (`chlid` → `child` is one). */
 function distance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
@@ -151,7 +153,11 @@ export function explainIssues(issues: readonly RawIssue[], schema?: unknown): Ex
         const key = String(raw);
         const match = meant.get(keyOf([...i.path, key]));
         const hint =
-          match !== undefined ? ` (did you mean ${JSON.stringify(match)}?)` : schema === undefined ? "" : didYouMean(key, schemaKeys(schema));
+          match !== undefined
+            ? ` (did you mean ${JSON.stringify(match)}?)`
+            : schema === undefined
+              ? ""
+              : didYouMean(key, schemaKeys(schema));
         out.push({ path: [...i.path, key], message: `unknown field ${JSON.stringify(key)}${hint}` });
       }
     } else if (!isMissing(i)) out.push({ path: [...i.path], message: i.message });

@@ -58,7 +58,10 @@ function inFiles(err: unknown, docs: readonly ResourceDocument[]): unknown {
   const at = /^resources\.(\d+)\b/.exec(err.message);
   const doc = at ? docs[Number(at[1])] : undefined;
   if (!at || !doc) return err;
-  const message = `${doc.source}${err.message.slice(at[0].length)}`;
+  // The SDK's message ends with the first issue in the server's terms; the issues follow, in the file's.
+  const first = err.issues[0];
+  const cut = first ? err.message.indexOf(`: ${first.path}: `) : -1;
+  const message = `${doc.source}${err.message.slice(at[0].length, cut >= 0 ? cut : undefined)}`;
   const issues = err.issues.map((i) => {
     const path = i.path.replace(/^resources\.\d+\.resource\.?/, "");
     return { ...i, path, location: doc.locate(path ? path.split(".") : []) };
