@@ -17,6 +17,7 @@ const CAPABILITIES = [
   "retention",
   "segments",
   "templates",
+  "policies",
   "messaging",
   "journeys",
   "broadcasts",

@@ -12,6 +12,8 @@ export * from "./journeys.js";
 export * from "./templates.js";
 export * from "./providers.js";
 export * from "./messaging.js";
+export * from "./categories.js";
+export * from "./policies.js";
 export * from "./apply.js";
 export * from "./suggest.js";
 export * from "./operations.js";

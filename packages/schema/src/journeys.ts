@@ -3,6 +3,7 @@
 // CLI reject the same definitions with the same issue paths; references to other resources are
 // checked by the server.
 import { z } from "./zod.js";
+import { MessageCategory } from "./categories.js";
 import {
   DefinitionFailure,
   EpochMillis,
@@ -115,6 +116,7 @@ export const MessageNode = bodyNode("MessageNode", {
   channel: Channel,
   templateId: z.uuid().describe("Message template of the workspace; its `definition` is sent."),
   subscriptionGroupId: z.uuid().optional().describe("Subscription group of the same channel; users not subscribed are skipped."),
+  category: MessageCategory.optional().describe("The message's category for delivery policies (default: the template's)."),
   child: ChildId,
 }).describe("Sends a message (at most once per run), then continues with `child`.");
 
@@ -511,7 +513,8 @@ export const JourneyNodeStats = z
     sent: z.number().int().optional().describe("Message nodes: deliveries sent."),
     skipped: z.number().int().optional().describe("Message nodes: deliveries skipped (unsubscribed, no contact point…)."),
     failed: z.number().int().optional().describe("Message nodes: deliveries that failed for good."),
-    queued: z.number().int().optional().describe("Message nodes: deliveries not sent yet."),
+    queued: z.number().int().optional().describe("Message nodes: deliveries not sent yet (deferred ones apart)."),
+    deferred: z.number().int().optional().describe("Message nodes: deliveries held by a delivery policy (Deferred)."),
   })
   .openapi("JourneyNodeStats");
 export type JourneyNodeStats = z.infer<typeof JourneyNodeStats>;

@@ -1,5 +1,6 @@
 // Broadcasts (one-off sends to an audience) and deliveries (one row per send attempt's outcome).
 import { z } from "./zod.js";
+import { MessageCategory } from "./categories.js";
 import { EpochMillis, idParams, ListQuery, listResponse, RequestWorkspaceId, WorkspaceId, WorkspaceQuery } from "./common.js";
 import { SegmentDefinition } from "./segments.js";
 import { Channel } from "./subscription-groups.js";
@@ -44,6 +45,7 @@ export const ExecuteBroadcastRequestBody = z
       .max(100_000)
       .optional()
       .describe("At most this many messages per second for this broadcast."),
+    category: MessageCategory.optional().describe("The messages' category for delivery policies (default: the template's)."),
   })
   .superRefine((body, ctx) => {
     const exactlyOne = (a: "segmentDefinition" | "messageTemplateDefinition", b: "segmentId" | "templateId") => {
@@ -73,7 +75,8 @@ export const BroadcastCounts = z.object({
   sent: z.number().int(),
   failed: z.number().int(),
   skipped: z.number().int().describe("Unsubscribed, not subscribed, without the channel's contact point, or cancelled before sending."),
-  pending: z.number().int().describe("Not yet sent (queued, waiting for a retry, or in flight)."),
+  pending: z.number().int().describe("Not yet sent (queued, waiting for a retry, deferred by a delivery policy, or in flight)."),
+  deferred: z.number().int().describe("Of `pending`: held by a delivery policy until their `notBefore`."),
 });
 
 export const BroadcastResource = z
@@ -87,6 +90,7 @@ export const BroadcastResource = z
     templateId: z.uuid().optional(),
     subscriptionGroupId: z.uuid().optional(),
     rateLimitPerSecond: z.number().int().optional(),
+    category: MessageCategory.optional(),
     counts: BroadcastCounts,
     reason: z.string().optional().describe("Why the broadcast failed."),
     createdAt: EpochMillis,
@@ -103,8 +107,10 @@ export const BroadcastListResponse = listResponse("broadcasts", BroadcastResourc
 export type BroadcastListResponse = z.infer<typeof BroadcastListResponse>;
 
 export const DeliveryStatus = z
-  .enum(["Queued", "Sending", "Sent", "Failed", "Skipped"])
-  .describe("`Sending`: claimed, the provider is being called.");
+  .enum(["Queued", "Sending", "Sent", "Failed", "Skipped", "Deferred"])
+  .describe(
+    "`Sending`: claimed, the provider is being called. `Deferred`: held by a delivery policy (the reason names the rule) until `notBefore`, when its eligibility is checked again.",
+  );
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const DeliveryRecord = z
@@ -119,7 +125,18 @@ export const DeliveryRecord = z
     runId: z.uuid().optional().describe("Source: the journey run (unique per run and message node)."),
     nodeId: z.string().optional().describe("Source: the journey's message node."),
     status: DeliveryStatus,
-    reason: z.string().optional().describe("Why it failed or was skipped."),
+    reason: z.string().optional().describe("Why it failed, was skipped or is deferred (naming the rule)."),
+    notBefore: EpochMillis.optional().describe("`Deferred`: when it may go (the rule's next opening, or when its cap has room)."),
+    category: MessageCategory.optional().describe(
+      "The category the delivery policies saw (the broadcast's or node's, else the template's).",
+    ),
+    timezone: z.string().optional().describe("The zone the delivery policies used for this user, once they looked at it."),
+    timezoneSource: z
+      .enum(["trait", "workspace", "utc"])
+      .optional()
+      .describe(
+        "Where `timezone` came from: the user's `timezone` trait, the workspace's default zone, or neither (UTC). A `timezone` trait that is not a zone is named in the reason of a held message.",
+      ),
     providerMessageId: z.string().optional(),
     attempts: z.number().int(),
     createdAt: EpochMillis,

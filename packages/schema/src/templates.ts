@@ -1,6 +1,7 @@
 // Message templates: one definition per channel (every string field is a LiquidJS template),
 // the admin wire shapes around them, and the render preview.
 import { z } from "./zod.js";
+import { MessageCategory } from "./categories.js";
 import {
   EpochMillis,
   idParams,
@@ -89,6 +90,9 @@ export const MessageTemplateResource = z
     type: Channel.describe("Channel of `definition`, else of `draft`; `Email` when the template has neither."),
     updatedAt: EpochMillis.describe("Last change of any field (ms since epoch)."),
     createdAt: EpochMillis.optional(),
+    category: MessageCategory.optional().describe(
+      "The category of its messages (delivery policies), unless the broadcast or node sets one.",
+    ),
     definition: MessageTemplateDefinition.optional().describe("What sends use. Absent until set."),
     draft: MessageTemplateDefinition.optional().describe("Work in progress, never sent. Absent until set."),
     warnings: z
@@ -109,6 +113,9 @@ export const UpsertMessageTemplateRequestBody = z
       .describe("Upsert key. When given, the template with this id is updated, or created with this id; else `name` is the key."),
     workspaceId: RequestWorkspaceId,
     name: resourceName("Unique within the workspace; renaming onto another template's name is a 409."),
+    category: MessageCategory.nullable()
+      .optional()
+      .describe("The category of its messages (delivery policies). Omitted: the stored one is kept. `null`: removes it."),
     definition: MessageTemplateDefinition.nullable()
       .optional()
       .describe("Omitted: the stored definition is kept. `null`: removes it. Liquid syntax errors are a 400 naming the field."),

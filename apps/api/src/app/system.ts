@@ -14,6 +14,7 @@ import { createIngest } from "../ingest/index.ts";
 import { createJobLayer, type JobLayer, levelLog, registerJobGauges } from "../jobs/index.ts";
 import { createJourneys } from "../journeys/index.ts";
 import { errorText } from "../lib/errors.ts";
+import { createPolicies } from "../policies/index.ts";
 import { createMessaging } from "../messaging/index.ts";
 import { OutboundGuard } from "../outbound/index.ts";
 import { OutboxConsumers, registerOutboxGauge } from "../outbox/index.ts";
@@ -54,11 +55,12 @@ function ground(config: ResolvedConfig, databaseUrl: string) {
 
 type Ground = ReturnType<typeof ground> & { clock: () => number; guard: OutboundGuard; outbox: OutboxConsumers; databaseUrl: string };
 
-/** The capabilities that decide and send messages: templates, messaging, and its sources journeys and broadcasts. */
+/** The capabilities that decide and send messages: templates, delivery policies, messaging, and its sources journeys and broadcasts. */
 function sending(g: Ground, config: ResolvedConfig, segments: SegmentEngine) {
   const { db, log, jobs, registry, clock, guard, outbox } = g;
   const { pool, prisma } = db;
   const templates = createTemplates({ prisma, guard, config });
+  const policies = createPolicies({ prisma, registry });
   const messaging = createMessaging({
     pool,
     prisma,
@@ -66,6 +68,7 @@ function sending(g: Ground, config: ResolvedConfig, segments: SegmentEngine) {
     registry,
     guard,
     renders: templates.renders,
+    gatekeeper: policies.gatekeeper,
     connectionString: g.databaseUrl,
     config,
     log,
@@ -73,7 +76,13 @@ function sending(g: Ground, config: ResolvedConfig, segments: SegmentEngine) {
   const { sends } = messaging;
   const journeys = createJourneys({ pool, prisma, jobs, registry, sends, segments, outbox, clock, log: (msg) => log("error", msg) });
   const broadcasts = createBroadcasts({ pool, prisma, jobs, registry, segments, sends });
-  return { templates, messaging, journeys, broadcasts };
+  return {
+    templates,
+    messaging,
+    journeys,
+    broadcasts,
+    modules: [templates, policies, messaging, journeys, broadcasts].map((c) => c.module),
+  };
 }
 
 export function createSystem(config: ResolvedConfig, databaseUrl: string, options: SystemOptions = {}) {
@@ -106,13 +115,12 @@ export function createSystem(config: ResolvedConfig, databaseUrl: string, option
     heavyIngestion: options.segmentsHeavyIngestion,
     log: (msg, err) => log("error", `${msg}: ${errorText(err)}`),
   });
-  const { templates, messaging, journeys, broadcasts } = sending(g, config, segments.engine);
+  const { templates, messaging, journeys, broadcasts, ...sent } = sending(g, config, segments.engine);
   const users = createUsers({ prisma });
   const apply = createApply({ prisma, guard, liquid: templates.renders });
 
-  const modules: Module[] = [auth, groups, ingest, retention, segments, templates, messaging, journeys, broadcasts, users, apply].map(
-    (c) => c.module,
-  );
+  const below = [auth, groups, ingest, retention, segments].map((c) => c.module);
+  const modules: Module[] = [...below, ...sent.modules, users.module, apply.module];
   return {
     config,
     db,

@@ -37,6 +37,7 @@ interface BroadcastRow {
   template_id: string | null;
   subscription_group_id: string | null;
   rate_limit_per_second: number | null;
+  category: string | null;
 }
 /** Exactly the row's keys (a column missing or extra does not compile). */
 const COLUMNS = raw(
@@ -49,6 +50,7 @@ const COLUMNS = raw(
     template_id: true,
     subscription_group_id: true,
     rate_limit_per_second: true,
+    category: true,
   } satisfies Record<keyof BroadcastRow, true>).join(", "),
 );
 
@@ -97,7 +99,7 @@ export class BroadcastRunner {
     const done = await this.o.pool.query(
       sql`UPDATE broadcasts SET status = 'Completed', completed_at = now(), updated_at = now()
        WHERE workspace_id = ${ws} AND id = ${id} AND status = 'Running'
-         AND NOT EXISTS (SELECT 1 FROM deliveries WHERE workspace_id = ${ws} AND broadcast_id = ${id} AND status IN ('Queued', 'Sending'))`,
+         AND NOT EXISTS (SELECT 1 FROM deliveries WHERE workspace_id = ${ws} AND broadcast_id = ${id} AND status IN ('Queued', 'Sending', 'Deferred'))`,
     );
     if (done.rowCount) await releaseBroadcast(this.o.prisma, workspaceId, broadcastId);
   }
@@ -130,7 +132,8 @@ export class BroadcastRunner {
           );
           if (locked.rowCount === 0) return false;
           const members = sql`SELECT m.profile_id AS user_id, ${b.channel}::text AS channel, ${b.template_id}::uuid AS template_id,
-              ${b.subscription_group_id}::uuid AS subscription_group_id, NULL::jsonb AS context, NULL::uuid AS run_id, NULL::text AS node_id
+              ${b.subscription_group_id}::uuid AS subscription_group_id, NULL::jsonb AS context, NULL::uuid AS run_id, NULL::text AS node_id,
+              ${b.category}::text AS category
             FROM (${audience} ${slice}) m`;
           const [queue, ...wake] = this.o.sends.queueStatements(KIND, workspaceId, broadcastId, members, b.rate_limit_per_second !== null);
           await client.query(queue!);

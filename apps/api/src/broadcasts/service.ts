@@ -29,13 +29,14 @@ function requestOf(body: ExecuteBroadcastRequestBody) {
   return JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
 }
 
+/** The template sent (inline or stored) and the messages' category (the broadcast's, else the stored template's). */
 async function resolveTemplate(prisma: PrismaClient, workspaceId: string, body: ExecuteBroadcastRequestBody) {
-  if (body.messageTemplateDefinition) return body.messageTemplateDefinition;
+  if (body.messageTemplateDefinition) return { template: body.messageTemplateDefinition, category: body.category ?? null };
   const row = await prisma.messageTemplate.findUnique({ where: { workspaceId_id: { workspaceId, id: body.templateId! } } });
   if (!row) throw badRequest("Unknown template", [{ path: "templateId", message: `no template ${body.templateId} in this workspace` }]);
   if (!row.definition)
     throw badRequest("The template has no definition", [{ path: "templateId", message: "the template has only a draft" }]);
-  return row.definition as MessageTemplateDefinition;
+  return { template: row.definition as MessageTemplateDefinition, category: body.category ?? row.category };
 }
 
 async function checkReferences(prisma: PrismaClient, workspaceId: string, body: ExecuteBroadcastRequestBody, channel: Channel) {
@@ -69,7 +70,7 @@ export async function executeBroadcast(
   const request = requestOf(body);
   const existing = await prisma.broadcast.findUnique({ where: { workspaceId_name: { workspaceId, name: body.broadcastName } } });
   if (existing) return repeat(existing, request);
-  const template = await resolveTemplate(prisma, workspaceId, body);
+  const { template, category } = await resolveTemplate(prisma, workspaceId, body);
   await checkReferences(prisma, workspaceId, body, template.type);
   try {
     const row = await prisma.$transaction(async (tx) => {
@@ -84,6 +85,7 @@ export async function executeBroadcast(
           segmentId: body.segmentId ?? null,
           subscriptionGroupId: body.subscriptionGroupId ?? null,
           rateLimitPerSecond: body.rateLimitPerSecond ?? null,
+          category,
         },
       });
       // An unfinished broadcast holds what it names: none of it can be deleted under it.
@@ -130,8 +132,8 @@ async function counts(prisma: PrismaClient, workspaceId: string, broadcastIds: s
     where: { workspaceId, broadcastId: { in: broadcastIds } },
     _count: { _all: true },
   });
-  const out = new Map<string, { sent: number; failed: number; skipped: number; pending: number }>();
-  for (const id of broadcastIds) out.set(id, { sent: 0, failed: 0, skipped: 0, pending: 0 });
+  const out = new Map<string, Counts>();
+  for (const id of broadcastIds) out.set(id, { sent: 0, failed: 0, skipped: 0, pending: 0, deferred: 0 });
   for (const r of rows) {
     const c = out.get(r.broadcastId!)!;
     const n = r._count._all;
@@ -139,11 +141,14 @@ async function counts(prisma: PrismaClient, workspaceId: string, broadcastIds: s
     else if (r.status === "Failed") c.failed += n;
     else if (r.status === "Skipped") c.skipped += n;
     else c.pending += n;
+    if (r.status === "Deferred") c.deferred += n;
   }
   return out;
 }
 
-function toResource(row: Broadcast, c: { sent: number; failed: number; skipped: number; pending: number }): BroadcastResource {
+type Counts = Omit<BroadcastResource["counts"], "audience">;
+
+function toResource(row: Broadcast, c: Counts): BroadcastResource {
   return {
     id: row.id,
     workspaceId: row.workspaceId,
@@ -154,6 +159,7 @@ function toResource(row: Broadcast, c: { sent: number; failed: number; skipped: 
     ...(row.templateId ? { templateId: row.templateId } : {}),
     ...(row.subscriptionGroupId ? { subscriptionGroupId: row.subscriptionGroupId } : {}),
     ...(row.rateLimitPerSecond ? { rateLimitPerSecond: row.rateLimitPerSecond } : {}),
+    ...(row.category ? { category: row.category } : {}),
     counts: { audience: row.audience, ...c },
     ...(row.reason ? { reason: row.reason } : {}),
     createdAt: row.createdAt.getTime(),
@@ -208,7 +214,7 @@ export async function cancelBroadcast(prisma: PrismaClient, workspaceId: string,
     if (cancelled.count > 0) {
       await setHolds(tx, workspaceId, { kind: "Broadcast", id }, []);
       await tx.delivery.updateMany({
-        where: { workspaceId, broadcastId: id, status: "Queued" },
+        where: { workspaceId, broadcastId: id, status: { in: ["Queued", "Deferred"] } },
         data: { status: "Skipped", reason: "cancelled", updatedAt: new Date() },
       });
     }

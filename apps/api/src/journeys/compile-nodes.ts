@@ -67,6 +67,7 @@ export const nodeCompilers: { [K in StepKind]: NodeCompiler<K> } = {
       channel: p.channel,
       templateId: at.need(p.templateId, "templateId"),
       subscriptionGroupId: p.subscriptionGroupId || undefined,
+      ...(typeof p.category === "string" && p.category ? { category: p.category } : {}),
       child: at.next(),
     },
   }),

@@ -33,7 +33,9 @@ export function journeyDeliverySource(pool: pg.Pool): DeliverySource {
  * past their message nodes.
  */
 export function queueJourneyMessages(sends: SendJobs, workspaceId: string, journeyId: string, messages: QueuedMessage[]): Sql[] {
-  const rows = sql`SELECT u.user_id, u.channel, u.template_id, u.run_id, u.node_id, u.subscription_group_id, u.context
+  // The node's category, else its template's.
+  const rows = sql`SELECT u.user_id, u.channel, u.template_id, u.run_id, u.node_id, u.subscription_group_id, u.context,
+          coalesce(u.category, t.category) AS category
         FROM unnest(
           ${messages.map((m) => m.run.userId)}::text[],
           ${messages.map((m) => m.node.channel)}::text[],
@@ -41,7 +43,9 @@ export function queueJourneyMessages(sends: SendJobs, workspaceId: string, journ
           ${messages.map((m) => m.run.id)}::uuid[],
           ${messages.map((m) => m.node.id)}::text[],
           ${messages.map((m) => m.node.subscriptionGroupId ?? null)}::uuid[],
-          ${messages.map((m) => (m.run.event ? JSON.stringify({ event: m.run.event }) : null))}::jsonb[])
-          AS u(user_id, channel, template_id, run_id, node_id, subscription_group_id, context)`;
+          ${messages.map((m) => (m.run.event ? JSON.stringify({ event: m.run.event }) : null))}::jsonb[],
+          ${messages.map((m) => m.node.category ?? null)}::text[])
+          AS u(user_id, channel, template_id, run_id, node_id, subscription_group_id, context, category)
+        LEFT JOIN message_templates t ON t.workspace_id = ${workspaceId}::uuid AND t.id = u.template_id`;
   return sends.queueStatements(JOURNEY_SOURCE, workspaceId, journeyId, rows, false);
 }

@@ -105,7 +105,13 @@ export async function journeyStats(prisma: PrismaClient, workspaceId: string, jo
     waiting: waitingAt.get(n.id) ?? 0,
     reached: reachedAt.get(n.id) ?? 0,
     ...(n.type === "MessageNode"
-      ? { sent: sent(n.id, "Sent"), skipped: sent(n.id, "Skipped"), failed: sent(n.id, "Failed"), queued: sent(n.id, "Queued", "Sending") }
+      ? {
+          sent: sent(n.id, "Sent"),
+          skipped: sent(n.id, "Skipped"),
+          failed: sent(n.id, "Failed"),
+          queued: sent(n.id, "Queued", "Sending"),
+          deferred: sent(n.id, "Deferred"),
+        }
       : {}),
   }));
   return { journeyId, version: version ?? null, ...totals[0]!, nodes, versions: perVersion };

@@ -39,6 +39,11 @@ export interface Claimed {
   /** What the source adds to the Liquid scope (a journey run's `event`). */
   context: Record<string, unknown> | null;
   traits: Record<string, unknown>;
+  /** The category delivery policies see. */
+  category: string | null;
+  createdAt: number;
+  /** It was Deferred by a delivery policy until now (its release). */
+  wasDeferred: boolean;
 }
 
 export interface ClaimSpec {
@@ -52,8 +57,11 @@ export interface ClaimSpec {
 }
 
 /**
- * Claims up to `limit` due deliveries of a stream, recording skips (user gone, unsubscribed, not
- * subscribed, no contact point) in the same statement; returns how many it took and the rows to send.
+ * Claims up to `limit` due deliveries of a stream — expired leases first, then deferred messages
+ * whose time came, then queued ones — recording skips (user gone, unsubscribed, not subscribed, no
+ * contact point; for a released message also a journey run that left by its exit segment) in the
+ * same statement; returns how many it took and the rows to send. A released message is checked
+ * again here: what held it may have changed.
  */
 export async function claimDeliveries(
   db: Pick<pg.Pool, "query">,
@@ -68,27 +76,33 @@ export async function claimDeliveries(
   ];
   const skip = skipReason(traits);
   const { rows } = await db.query<ClaimRow>(
-    // Two index-ordered scans (due Queued rows; Sending rows whose lease ran out, taken first),
-    // so a claim reads only the rows it takes, however many are waiting.
+    // Three index-ordered scans (Sending rows whose lease ran out, taken first; due Deferred rows;
+    // due Queued rows), so a claim reads only the rows it takes, however many are waiting.
     sql`WITH expired AS (
-       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id FROM deliveries d
+       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id, d.run_id, false AS was_deferred FROM deliveries d
        WHERE d.workspace_id = ${ws} AND d.${column} = ${stream} AND d.status = 'Sending'
          AND d.due_at < now() - ${spec.leaseSeconds} * interval '1 second'
        ORDER BY d.due_at LIMIT ${limit}
        FOR UPDATE OF d SKIP LOCKED),
-     queued AS (
-       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id FROM deliveries d
-       WHERE d.workspace_id = ${ws} AND d.${column} = ${stream} AND d.status = 'Queued' AND d.due_at <= now()
+     released AS (
+       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id, d.run_id, true AS was_deferred FROM deliveries d
+       WHERE d.workspace_id = ${ws} AND d.${column} = ${stream} AND d.status = 'Deferred' AND d.due_at <= now()
        ORDER BY d.due_at LIMIT (SELECT ${limit} - count(*) FROM expired)
        FOR UPDATE OF d SKIP LOCKED),
-     picked AS (SELECT * FROM expired UNION ALL SELECT * FROM queued),
+     queued AS (
+       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id, d.run_id, false AS was_deferred FROM deliveries d
+       WHERE d.workspace_id = ${ws} AND d.${column} = ${stream} AND d.status = 'Queued' AND d.due_at <= now()
+       ORDER BY d.due_at LIMIT (SELECT ${limit} - count(*) - (SELECT count(*) FROM released) FROM expired)
+       FOR UPDATE OF d SKIP LOCKED),
+     picked AS (SELECT * FROM expired UNION ALL SELECT * FROM released UNION ALL SELECT * FROM queued),
      decided AS (
-       SELECT picked.id, p.traits, ${skip} AS skip
+       SELECT picked.id, picked.was_deferred, p.traits, ${skip} AS skip
        FROM picked
        LEFT JOIN profiles p ON p.workspace_id = picked.workspace_id AND p.profile_id = picked.user_id
        LEFT JOIN subscription_groups g ON g.workspace_id = picked.workspace_id AND g.id = picked.subscription_group_id
        LEFT JOIN subscription_assignments s ON s.workspace_id = picked.workspace_id
-         AND s.subscription_group_id = picked.subscription_group_id AND s.profile_id = picked.user_id)
+         AND s.subscription_group_id = picked.subscription_group_id AND s.profile_id = picked.user_id
+       LEFT JOIN journey_runs r ON picked.was_deferred AND r.workspace_id = picked.workspace_id AND r.id = picked.run_id)
      UPDATE deliveries d SET
        status = CASE WHEN decided.skip IS NULL THEN 'Sending' ELSE 'Skipped' END::"DeliveryStatus",
        reason = decided.skip,
@@ -96,7 +110,7 @@ export async function claimDeliveries(
        due_at = now(), updated_at = now()
      FROM decided WHERE d.workspace_id = ${ws} AND d.id = decided.id
      RETURNING d.id, d.user_id, d.attempts, d.channel, d.template_id, d.subscription_group_id, d.context, decided.traits,
-       decided.skip IS NOT NULL AS skipped`,
+       decided.skip IS NOT NULL AS skipped, d.category, (extract(epoch FROM d.created_at) * 1000)::float8 AS created_ms, decided.was_deferred`,
   );
   const toSend = rows.filter((r) => !r.skipped).map(toClaimed);
   return { picked: rows.length, skipped: rows.filter((r) => r.skipped).map((r) => r.channel), toSend };
@@ -107,6 +121,7 @@ const skipReason = (traits: Param) => sql`CASE
       WHEN p.profile_id IS NULL THEN 'user no longer exists'
       WHEN g.type = 'OptOut' AND s.subscribed = false THEN 'unsubscribed'
       WHEN g.type = 'OptIn' AND s.subscribed IS NOT TRUE THEN 'not subscribed'
+      WHEN r.status = 'Converted' THEN 'the user left the journey by its exit segment while the message was held'
       WHEN ${traits}::jsonb ->> picked.channel::text IS NOT NULL
         AND coalesce(p.traits ->> (${traits}::jsonb ->> picked.channel::text), '') = '' THEN 'no ' || (${traits}::jsonb ->> picked.channel::text) || ' trait'
     END`;
@@ -120,6 +135,9 @@ const toClaimed = (r: ClaimRow): Claimed => ({
   subscriptionGroupId: r.subscription_group_id,
   context: r.context,
   traits: r.traits ?? {},
+  category: r.category,
+  createdAt: r.created_ms,
+  wasDeferred: r.was_deferred,
 });
 
 /** The columns a claim returns (RETURNING above). */
@@ -133,6 +151,9 @@ interface ClaimRow {
   context: Record<string, unknown> | null;
   traits: Record<string, unknown> | null;
   skipped: boolean;
+  category: string | null;
+  created_ms: number;
+  was_deferred: boolean;
 }
 
 /**
@@ -147,8 +168,8 @@ export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: strin
 }
 
 /**
- * The next instant a stream has something to send: its earliest Queued row, or a Sending row's
- * lease end (null: nothing pending). Two index-backed minimums.
+ * The next instant a stream has something to send: its earliest Queued row, a Deferred row's
+ * notBefore, or a Sending row's lease end (null: nothing pending). Three index-backed minimums.
  */
 export async function nextDue(db: Pick<pg.Pool, "query">, workspaceId: string, stream: StreamRef, leaseSeconds: number) {
   const column = ident(stream.column);
@@ -156,6 +177,7 @@ export async function nextDue(db: Pick<pg.Pool, "query">, workspaceId: string, s
   const { rows } = await db.query<{ next: Date | null }>(
     sql`SELECT least(
        (SELECT min(due_at) FROM deliveries WHERE workspace_id = ${ws} AND ${column} = ${id} AND status = 'Queued'),
+       (SELECT min(due_at) FROM deliveries WHERE workspace_id = ${ws} AND ${column} = ${id} AND status = 'Deferred'),
        (SELECT min(due_at) FROM deliveries WHERE workspace_id = ${ws} AND ${column} = ${id} AND status = 'Sending') + ${leaseSeconds} * interval '1 second'
      ) AS next`,
   );
@@ -177,7 +199,8 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
   const rows = marks.map((m) => {
     const o = m.outcome;
     const row = { id: m.id, contact: m.contact ?? null, rendered: m.rendered ?? null };
-    if (o.status === "sent") return { ...row, status: "Sent", reason: null, provider_id: o.providerMessageId ?? null, due: null };
+    if (o.status === "sent")
+      return { ...row, status: "Sent", reason: null, provider_id: o.providerMessageId ?? null, due: null, sent: true };
     if (o.status === "failed" || m.attempts >= MAX_ATTEMPTS) {
       const reason = o.status === "retry" ? `gave up after ${m.attempts} attempts: ${o.reason}` : o.reason;
       return { ...row, status: "Failed", reason, provider_id: null, due: null };
@@ -188,9 +211,10 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
   // One JSON document (serialized natively, parsed by PostgreSQL) rather than per-column arrays.
   await db.query(
     sql`UPDATE deliveries d SET status = m.status::"DeliveryStatus", reason = m.reason, provider_message_id = m.provider_id,
-       contact = m.contact, rendered = m.rendered, due_at = coalesce(m.due, d.due_at), updated_at = now()
+       contact = m.contact, rendered = m.rendered, due_at = coalesce(m.due, d.due_at), updated_at = now(),
+       sent_at = CASE WHEN m.sent THEN now() ELSE d.sent_at END
      FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-       AS m(id uuid, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz)
+       AS m(id uuid, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz, sent boolean)
      WHERE d.workspace_id = ${workspaceId} AND d.id = m.id AND d.status = 'Sending'`,
   );
 }

@@ -9,6 +9,7 @@ import { SecretBox } from "../lib/secrets.ts";
 import type { Registry } from "../http/metrics.ts";
 import { type Module, routesOf } from "../http/module.ts";
 import type { OutboundGuard } from "../outbound/index.ts";
+import type { Gatekeeper } from "../policies/index.ts";
 import type { RenderPool } from "../templates/index.ts";
 import { createSenders } from "./channels/index.ts";
 import { Deliverer } from "./send-chunk.ts";
@@ -28,18 +29,31 @@ export interface MessagingDeps {
   registry: Registry;
   guard: OutboundGuard;
   renders: RenderPool;
+  /** Delivery policies: the gate each claimed chunk passes, provider rates. */
+  gatekeeper: Gatekeeper;
   /** Where the senders' slot locks are held (a pool of their own). */
   connectionString: string;
   config: Pick<ResolvedConfig, "secretKey" | "deliveryLeaseSeconds">;
   log: JobLog;
 }
 
-export function createMessaging({ pool, prisma, jobs, registry, guard, renders, connectionString, config, log }: MessagingDeps) {
+export function createMessaging({
+  pool,
+  prisma,
+  jobs,
+  registry,
+  guard,
+  renders,
+  gatekeeper,
+  connectionString,
+  config,
+  log,
+}: MessagingDeps) {
   const metrics = messagingMetrics(registry);
   const senders = createSenders({ guard, log });
   const box = new SecretBox(config.secretKey);
   const leaseSeconds = config.deliveryLeaseSeconds;
-  const deliverer = new Deliverer({ pool, prisma, box, senders, renders, leaseSeconds, metrics, log });
+  const deliverer = new Deliverer({ pool, prisma, box, senders, renders, gatekeeper, leaseSeconds, metrics, log });
   const sends = new SendJobs({ pool, connectionString, jobs, deliverer, leaseSeconds, log });
   sends.register();
   const module: Module = {

@@ -4,13 +4,16 @@
 import type { Channel, MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";
 import type { PrismaClient } from "../db/client.ts";
-import { param, sql } from "../db/sql.ts";
+import { sql } from "../db/sql.ts";
+import { inTransaction } from "../db/transaction.ts";
+import type { Gatekeeper, Policies } from "../policies/index.ts";
 import type { MessagingMetrics } from "./metrics.ts";
 import type { JobLog } from "../jobs/index.ts";
 import type { RenderPool } from "../templates/index.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import {
   type Claimed,
+  type ClaimSpec,
   claimDeliveries,
   contactTrait,
   type Marked,
@@ -20,14 +23,12 @@ import {
   toOutgoing,
 } from "./claims.ts";
 import { type ProviderForSending, ProviderUnusableError, providerForSending } from "./providers/service.ts";
+import { reserve } from "./pacing.ts";
 import { ReadCache } from "./read-cache.ts";
 import type { SecretBox } from "../lib/secrets.ts";
 import type { StreamRef, StreamSettings } from "./sources.ts";
 import { errorText } from "../lib/errors.ts";
 import { backoffMs, sleep } from "../lib/time.ts";
-
-/** Providers' own documented limits, enforced across workers (messages per second). */
-const PROVIDER_RATE: Partial<Record<string, number>> = { Expo: 600 };
 
 /** A claim's size is chosen so that sending it takes about this long at the stream's last measured pace. */
 const CHUNK_TARGET_MS = 2000;
@@ -48,6 +49,8 @@ export interface DelivererOptions {
   box: SecretBox;
   senders: Senders;
   renders: RenderPool;
+  /** Delivery policies: the gate each claimed chunk passes, provider rates. */
+  gatekeeper: Gatekeeper;
   leaseSeconds: number;
   metrics: MessagingMetrics;
   log: JobLog;
@@ -67,21 +70,6 @@ export class Deliverer {
   private pace = new Map<string, number>();
 
   constructor(private o: DelivererOptions) {}
-
-  /**
-   * Reserves `n` messages of `rate`/s on the shared pacing row `key` and waits for the slot: every
-   * worker reserves on the same row, so the rate holds across all of them.
-   */
-  private async reserve(workspaceId: string, key: string, n: number, rate: number) {
-    const ms = param(Math.ceil((n * 1000) / rate));
-    const { rows } = await this.o.pool.query<{ wait: number }>(
-      sql`INSERT INTO send_pacing (workspace_id, key, paced_until) VALUES (${workspaceId}, ${key}, now() + ${ms} * interval '1 millisecond')
-       ON CONFLICT (workspace_id, key) DO UPDATE SET paced_until = GREATEST(send_pacing.paced_until, now()) + ${ms} * interval '1 millisecond'
-       RETURNING GREATEST(0, extract(epoch FROM (paced_until - ${ms} * interval '1 millisecond' - now())) * 1000)::float8 AS wait`,
-    );
-    const wait = rows[0]?.wait ?? 0;
-    if (wait > 0) await sleep(wait);
-  }
 
   private channel(workspaceId: string, channel: Channel): Promise<ChannelContext> {
     return this.channels.get(`${workspaceId}:${channel}`, async () => {
@@ -139,13 +127,17 @@ export class Deliverer {
    * claimed (0: none due). The claim's lease is renewed until every claimed row is marked.
    */
   async deliverChunk(workspaceId: string, stream: StreamRef, settings: StreamSettings): Promise<number> {
-    const { picked, skipped, toSend } = await claimDeliveries(this.o.pool, {
+    const policies = await this.o.gatekeeper.policies(this.o.pool, workspaceId);
+    const spec: ClaimSpec = {
       workspaceId,
       stream,
       limit: this.claimSize(workspaceId, stream, settings),
       leaseSeconds: this.o.leaseSeconds,
       contactTraits: await this.contactTraits(workspaceId, settings),
-    });
+    };
+    const { picked, skipped, toSend } = this.o.gatekeeper.holds(policies)
+      ? await this.claimThroughGate(spec, policies)
+      : await claimDeliveries(this.o.pool, spec);
     for (const channel of skipped) this.o.metrics.deliveries.inc({ channel, status: "Skipped" });
     if (toSend.length === 0) return picked;
     const started = performance.now();
@@ -157,8 +149,8 @@ export class Deliverer {
     );
     try {
       if (settings.rateLimitPerSecond)
-        await this.reserve(workspaceId, `${stream.column}:${stream.id}`, toSend.length, settings.rateLimitPerSecond);
-      const marks = await this.send(workspaceId, toSend, settings);
+        await reserve(this.o.pool, workspaceId, `${stream.column}:${stream.id}`, toSend.length, settings.rateLimitPerSecond);
+      const marks = await this.send(workspaceId, toSend, settings, policies);
       await this.mark(workspaceId, marks);
     } finally {
       clearInterval(renewal);
@@ -168,8 +160,26 @@ export class Deliverer {
     return picked;
   }
 
+  /**
+   * Claims in a transaction with the delivery policies' gate: the users' decisions are taken under
+   * their locks and committed with the claim; held and skipped rows are not sent.
+   */
+  private async claimThroughGate(spec: ClaimSpec, policies: Policies) {
+    const client = await this.o.pool.connect();
+    try {
+      return await inTransaction(client, async () => {
+        const claim = await claimDeliveries(client, spec);
+        if (claim.toSend.length === 0) return claim;
+        const { send } = await this.o.gatekeeper.pass(client, spec.workspaceId, policies, claim.toSend);
+        return { ...claim, toSend: claim.toSend.filter((c) => send.has(c.id)) };
+      });
+    } finally {
+      client.release();
+    }
+  }
+
   /** Renders and sends the claimed rows, channel by channel; answers every row's outcome. */
-  private async send(workspaceId: string, claimed: Claimed[], settings: StreamSettings): Promise<Marked[]> {
+  private async send(workspaceId: string, claimed: Claimed[], settings: StreamSettings, policies: Policies): Promise<Marked[]> {
     const [workspace, templates] = await Promise.all([
       this.workspace(workspaceId),
       settings.template ? new Map<string, MessageTemplateDefinition>() : this.templates(workspaceId, claimed),
@@ -215,7 +225,7 @@ export class Deliverer {
         });
       }
       marks.push(...channelMarks);
-      if (outgoing.length > 0) await this.sendThrough(workspaceId, channel, provider, outgoing);
+      if (outgoing.length > 0) await this.sendThrough(workspaceId, channel, provider, outgoing, policies);
       for (const m of channelMarks) {
         const status = m.outcome.status === "sent" ? "Sent" : m.outcome.status === "failed" ? "Failed" : "Retry";
         this.o.metrics.deliveries.inc({ channel, status });
@@ -230,12 +240,28 @@ export class Deliverer {
     channel: Channel,
     provider: ProviderForSending | null,
     outgoing: { msg: OutgoingMessage; mark: Marked }[],
+    policies: Policies,
   ) {
-    if (provider && PROVIDER_RATE[provider.type])
-      await this.reserve(workspaceId, `provider:${provider.id}`, outgoing.length, PROVIDER_RATE[provider.type]!);
     // Webhooks are built in (a provider row only adds the signing secret); other channels
     // without a provider use the embedded default, Log.
     const type = provider?.type ?? (channel === "Webhook" ? "Webhook" : "Log");
+    const rate = this.o.gatekeeper.providerRate(policies, type);
+    // A paced provider gets a tenth of a second's worth at a time, each reserved on the shared row,
+    // at 98 % of its rate: spread over the second, and a late request never tips a second over it.
+    const size = rate ? Math.max(1, Math.floor(rate.perSecond / 10)) : outgoing.length;
+    for (let i = 0; i < outgoing.length; i += size) {
+      const slice = outgoing.slice(i, i + size);
+      if (rate)
+        await reserve(this.o.pool, workspaceId, `provider:${provider?.id ?? type}`, slice.length, rate.perSecond * 0.98, rate.burst);
+      await this.sendSlice(type, provider, slice);
+    }
+  }
+
+  private async sendSlice(
+    type: ProviderForSending["type"],
+    provider: ProviderForSending | null,
+    outgoing: { msg: OutgoingMessage; mark: Marked }[],
+  ) {
     const started = performance.now();
     let outcomes: SendOutcome[];
     try {

@@ -27,6 +27,7 @@ export function toTemplateResource(row: MessageTemplate): MessageTemplateResourc
     type,
     updatedAt: row.updatedAt.getTime(),
     createdAt: row.createdAt.getTime(),
+    ...(row.category ? { category: row.category } : {}),
     ...(definition ? { definition } : {}),
     ...(draft ? { draft } : {}),
   };
@@ -34,6 +35,7 @@ export function toTemplateResource(row: MessageTemplate): MessageTemplateResourc
 
 interface TemplateFields {
   name: string;
+  category: string | null;
   definition: MessageTemplateDefinition | null;
   draft: MessageTemplateDefinition | null;
 }
@@ -81,10 +83,11 @@ export async function upsertTemplate(
     id: body.id,
     key: sql`name = ${body.name}`,
     read: (tx, id) => tx.messageTemplate.findUnique({ where: { workspaceId_id: { workspaceId, id } } }),
-    toCreate: () => ({ name: body.name, definition: body.definition ?? null, draft: body.draft ?? null }),
+    toCreate: () => ({ name: body.name, category: body.category ?? null, definition: body.definition ?? null, draft: body.draft ?? null }),
     changes: (existing) => {
       const changes: Partial<TemplateFields> = {};
       if (body.name !== existing.name) changes.name = body.name;
+      if (body.category !== undefined && body.category !== existing.category) changes.category = body.category;
       if (body.definition !== undefined && !sameJson(body.definition, existing.definition)) changes.definition = body.definition;
       if (body.draft !== undefined && !sameJson(body.draft, existing.draft)) changes.draft = body.draft;
       return Object.keys(changes).length > 0 ? changes : null;
@@ -103,6 +106,7 @@ export async function upsertTemplate(
           workspaceId,
           ...(body.id ? { id: body.id } : {}),
           name: fields.name,
+          category: fields.category,
           definition: jsonColumn(fields.definition),
           draft: jsonColumn(fields.draft),
           createdAt: now,
@@ -115,6 +119,7 @@ export async function upsertTemplate(
         data: {
           // A field left undefined is not written (Prisma), nor is a JSON column (jsonColumn).
           name: changes.name,
+          category: changes.category,
           definition: jsonColumn(changes.definition),
           draft: jsonColumn(changes.draft),
           updatedAt: now,

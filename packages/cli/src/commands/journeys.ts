@@ -28,6 +28,7 @@ const nodeColumns: Column<JourneyNodeStats>[] = [
   { header: "SKIPPED", value: (n) => optional(n.skipped), right: true },
   { header: "FAILED", value: (n) => optional(n.failed), right: true },
   { header: "QUEUED", value: (n) => optional(n.queued), right: true },
+  { header: "DEFERRED", value: (n) => optional(n.deferred), right: true },
 ];
 
 const runColumns: Column<JourneyRun>[] = [
@@ -76,7 +77,7 @@ export function registerJourneyCommands(program: Command) {
   group
     .command("stats")
     .description(
-      "Show a journey's run counts (entered, active, completed, converted), then per node the runs waiting there, the runs that reached it and its messages sent, skipped, failed and queued (--json: the stats object)",
+      "Show a journey's run counts (entered, active, completed, converted), then per node the runs waiting there, the runs that reached it and its messages sent, skipped, failed, queued and deferred (--json: the stats object)",
     )
     .argument("<id-or-name>", "the journey's id or name")
     // Not `--version`: commander reads the program's options anywhere, and that one prints the CLI's version.

@@ -7,6 +7,7 @@ import { journeyContracts } from "./journeys.js";
 import { keyContracts } from "./keys.js";
 import { messagingContracts } from "./messaging.js";
 import { operationContracts } from "./operations.js";
+import { policyContracts } from "./policies.js";
 import { providerContracts } from "./providers.js";
 import { segmentContracts } from "./segments.js";
 import { subscriptionGroupContracts } from "./subscription-groups.js";
@@ -29,6 +30,7 @@ export const contracts = [
   ...providerContracts,
   ...applyContracts,
   ...messagingContracts,
+  ...policyContracts,
   ...operationContracts,
 ] as const satisfies readonly Contract[];
 

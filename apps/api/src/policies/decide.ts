@@ -1,0 +1,104 @@
+// The decision for a chunk of claimed messages, in the order they were queued: send, hold until a
+// time (Deferred), or skip — from the workspace's rules, each user's zone and the sends each cap
+// already counts (read by gate.ts under the users' locks). Pure: the same inputs, the same answer.
+import { type Channel, DEFAULT_TTL_SECONDS, type FrequencyCap, type Policies, type SendWindow, TRANSACTIONAL } from "@tidings/schema";
+import { capFreesAt, windowAt } from "./zones.ts";
+
+export interface Candidate {
+  id: string;
+  userId: string;
+  channel: Channel;
+  category: string | null;
+  /** When it was queued (its time-to-live counts from here). */
+  createdAt: number;
+  zone: string;
+}
+
+export type Decision = { kind: "send" } | { kind: "defer"; notBefore: number; reason: string } | { kind: "skip"; reason: string };
+
+/** A rule applies to a message of its channel (or any) and its category (or any but transactional). */
+export function inScope(rule: { channel?: Channel; category?: string }, c: Pick<Candidate, "channel" | "category">): boolean {
+  if (rule.channel !== undefined && rule.channel !== c.channel) return false;
+  return rule.category === undefined ? c.category !== TRANSACTIONAL : rule.category === c.category;
+}
+
+/** The sends cap `cap` counts for `userId`, newest first (at most its limit): `counted.get(key(userId, cap))`. */
+export const countKey = (userId: string, cap: number) => `${cap}\u0000${userId}`;
+
+const when = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+
+interface Hold {
+  until: number;
+  reason: string;
+  skip: boolean;
+}
+
+function windowHold(w: SendWindow, c: Candidate, nowMs: number): Hold | null {
+  const state = windowAt(nowMs, c.zone, w);
+  if (state.open) return null;
+  return {
+    until: state.opensAt,
+    reason: `outside send window "${w.name}" (${w.from}–${w.to} ${c.zone}; opens ${when(state.opensAt)})`,
+    skip: w.action === "skip",
+  };
+}
+
+function capHold(cap: FrequencyCap, times: readonly number[], c: Candidate): Hold | null {
+  if (times.length < cap.limit) return null;
+  const until = capFreesAt(times[cap.limit - 1]!, c.zone, cap.window);
+  const span = cap.window.seconds !== undefined ? `${cap.window.seconds} s` : `${cap.window.days} day${cap.window.days === 1 ? "" : "s"}`;
+  return {
+    until,
+    reason: `frequency cap "${cap.name}" (${cap.limit} per ${span}) reached; room at ${when(until)}`,
+    skip: cap.action === "skip",
+  };
+}
+
+/** The time-to-live of a category's messages, in ms. */
+const ttlMs = (p: Policies, category: string | null) =>
+  (p.categories.find((c) => c.category === category)?.timeToLiveSeconds ?? p.timeToLiveSeconds ?? DEFAULT_TTL_SECONDS) * 1000;
+
+/**
+ * Decides each candidate in order. A message that goes counts at once for the caps in its scope,
+ * so the next message of the same user in the chunk sees it. Several holds: a `skip` rule wins,
+ * else the latest time; held past the time-to-live is a skip.
+ */
+export function decide(
+  p: Policies,
+  candidates: readonly Candidate[],
+  counted: Map<string, number[]>,
+  nowMs: number,
+): Map<string, Decision> {
+  const out = new Map<string, Decision>();
+  for (const c of candidates) {
+    const caps = p.frequencyCaps.map((cap, i) => ({ cap, i })).filter(({ cap }) => inScope(cap, c));
+    const holds: Hold[] = [];
+    for (const w of p.sendWindows) {
+      const h = inScope(w, c) ? windowHold(w, c, nowMs) : null;
+      if (h) holds.push(h);
+    }
+    for (const { cap, i } of caps) {
+      const h = capHold(cap, counted.get(countKey(c.userId, i)) ?? [], c);
+      if (h) holds.push(h);
+    }
+    if (holds.length === 0) {
+      for (const { i } of caps) counted.set(countKey(c.userId, i), [nowMs, ...(counted.get(countKey(c.userId, i)) ?? [])]);
+      out.set(c.id, { kind: "send" });
+      continue;
+    }
+    const skip = holds.find((h) => h.skip);
+    if (skip) {
+      out.set(c.id, { kind: "skip", reason: `skipped: ${skip.reason}` });
+      continue;
+    }
+    const latest = holds.reduce((a, b) => (b.until > a.until ? b : a));
+    const expires = c.createdAt + ttlMs(p, c.category);
+    out.set(
+      c.id,
+      latest.until > expires
+        ? { kind: "skip", reason: `held past its time-to-live (${when(expires)}): ${latest.reason}` }
+        : { kind: "defer", notBefore: latest.until, reason: `held: ${latest.reason}` },
+    );
+  }
+  return out;
+}

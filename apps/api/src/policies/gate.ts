@@ -1,0 +1,143 @@
+// The gate between a claim and the provider: in the claim's transaction, it takes each claimed
+// user's lock (so two processes never decide the same user's sends at once), reads the sends each
+// frequency cap counts (Sent, and Sending rows other chunks already decided), decides (decide.ts)
+// and records every held or skipped message with its reason and notBefore, and every message's
+// zone. Exact under concurrency: a user's next decision waits for this one's commit and sees it.
+import type { Channel, Policies } from "@tidings/schema";
+import type pg from "pg";
+import { sql } from "../db/sql.ts";
+import { type Candidate, countKey, type Decision, decide, inScope } from "./decide.ts";
+import { capWindowStart, type UserZone, userZone } from "./zones.ts";
+
+/** A claimed message as the gate needs it. */
+export interface GateRow {
+  id: string;
+  userId: string;
+  channel: Channel;
+  category: string | null;
+  createdAt: number;
+  traits: Record<string, unknown>;
+  /** It was Deferred until now (a release, when it goes). */
+  wasDeferred: boolean;
+}
+
+export interface GateResult {
+  /** The ids that go now. */
+  send: Set<string>;
+  /** Counts for the metrics: held (by reason kind), released, skipped (expired or a skip rule). */
+  deferred: { channel: Channel; rule: "cap" | "window" }[];
+  released: Channel[];
+  skipped: { channel: Channel; rule: "cap" | "window" | "ttl" }[];
+}
+
+/** Two-key advisory lock space of the users' decisions (the second key is hashtext(workspace:user)). */
+const USER_LOCK_SPACE = 0x74647063; // "tdpc"
+
+const ruleKind = (reason: string): "cap" | "window" => (reason.includes("frequency cap") ? "cap" : "window");
+
+/**
+ * Decides the claimed rows of one workspace; `db` is the claim's transaction (the rows are
+ * Sending and locked in it). Rows held or skipped leave Sending here (their attempt undone).
+ */
+export async function gate(
+  db: Pick<pg.PoolClient, "query">,
+  workspaceId: string,
+  p: Policies,
+  rows: GateRow[],
+  nowMs: number,
+): Promise<GateResult> {
+  const zones = new Map<string, UserZone>(rows.map((r) => [r.userId, userZone(r.traits, p.defaultTimezone)]));
+  const candidates: Candidate[] = rows
+    .map((r) => ({
+      id: r.id,
+      userId: r.userId,
+      channel: r.channel,
+      category: r.category,
+      createdAt: r.createdAt,
+      zone: zones.get(r.userId)!.zone,
+    }))
+    .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  const counted = p.frequencyCaps.length > 0 ? await countSends(db, workspaceId, p, candidates, nowMs) : new Map<string, number[]>();
+  const decisions = decide(p, candidates, counted, nowMs);
+  await record(db, workspaceId, rows, decisions, zones);
+
+  const result: GateResult = { send: new Set(), deferred: [], released: [], skipped: [] };
+  for (const r of rows) {
+    const d = decisions.get(r.id)!;
+    if (d.kind === "send") {
+      result.send.add(r.id);
+      if (r.wasDeferred) result.released.push(r.channel);
+    } else if (d.kind === "defer") result.deferred.push({ channel: r.channel, rule: ruleKind(d.reason) });
+    else result.skipped.push({ channel: r.channel, rule: d.reason.startsWith("held past") ? "ttl" : ruleKind(d.reason) });
+  }
+  return result;
+}
+
+/**
+ * Locks the chunk's users (in one order everywhere: no deadlock), then reads, per user and cap in
+ * scope, the counted sends in the cap's window, newest first and at most its limit.
+ */
+async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string, p: Policies, candidates: Candidate[], nowMs: number) {
+  const users = [...new Set(candidates.map((c) => c.userId))].sort();
+  await db.query(
+    sql`SELECT pg_advisory_xact_lock(${USER_LOCK_SPACE}, hashtext(${workspaceId} || ':' || u.id))
+     FROM (SELECT id FROM unnest(${users}::text[]) AS id ORDER BY id) u`,
+  );
+  const pairs = new Map<string, { user: string; cap: number; since: number }>();
+  for (const c of candidates) {
+    p.frequencyCaps.forEach((cap, i) => {
+      if (inScope(cap, c) && !pairs.has(countKey(c.userId, i)))
+        pairs.set(countKey(c.userId, i), { user: c.userId, cap: i, since: capWindowStart(nowMs, c.zone, cap.window) });
+    });
+  }
+  const list = [...pairs.values()];
+  const counted = new Map<string, number[]>();
+  if (list.length === 0) return counted;
+  const caps = p.frequencyCaps;
+  const { rows } = await db.query<{ user_id: string; cap: number; times: number[] }>(
+    sql`SELECT c.user_id, c.cap, (array_agg((extract(epoch FROM coalesce(d.sent_at, d.due_at)) * 1000)::float8
+         ORDER BY coalesce(d.sent_at, d.due_at) DESC))[1:c.lim] AS times
+     FROM unnest(${list.map((x) => x.user)}::text[], ${list.map((x) => x.cap)}::int[], ${list.map((x) => new Date(x.since).toISOString())}::timestamptz[],
+       ${list.map((x) => caps[x.cap]!.channel ?? null)}::text[], ${list.map((x) => caps[x.cap]!.category ?? null)}::text[],
+       ${list.map((x) => caps[x.cap]!.limit)}::int[]) AS c(user_id, cap, since, channel, category, lim)
+     JOIN deliveries d ON d.workspace_id = ${workspaceId} AND d.user_id = c.user_id
+       AND (d.status = 'Sent' OR (d.status = 'Sending' AND d.id <> ALL(${candidates.map((x) => x.id)}::uuid[])))
+       AND coalesce(d.sent_at, d.due_at) >= c.since
+       AND (c.channel IS NULL OR d.channel::text = c.channel)
+       AND CASE WHEN c.category IS NULL THEN d.category IS DISTINCT FROM 'transactional' ELSE d.category = c.category END
+     GROUP BY c.user_id, c.cap, c.lim`,
+  );
+  for (const r of rows) counted.set(countKey(r.user_id, r.cap), r.times);
+  return counted;
+}
+
+/** Every row's zone, and the held (Deferred until notBefore) and skipped rows with their reasons. */
+async function record(
+  db: Pick<pg.PoolClient, "query">,
+  workspaceId: string,
+  rows: GateRow[],
+  decisions: Map<string, Decision>,
+  zones: Map<string, UserZone>,
+) {
+  const marks = rows.map((r) => {
+    const d = decisions.get(r.id)!;
+    const z = zones.get(r.userId)!;
+    const note = z.invalidTrait === undefined ? "" : ` (the timezone trait ${JSON.stringify(z.invalidTrait)} is not a zone)`;
+    return {
+      id: r.id,
+      status: d.kind === "send" ? null : d.kind === "defer" ? "Deferred" : "Skipped",
+      reason: d.kind === "send" ? null : `${d.reason}${note}`,
+      due: d.kind === "defer" ? new Date(d.notBefore).toISOString() : null,
+      zone: z.zone,
+      source: z.source,
+    };
+  });
+  await db.query(
+    sql`UPDATE deliveries d SET timezone = m.zone, timezone_source = m.source,
+       status = coalesce(m.status::"DeliveryStatus", d.status), reason = CASE WHEN m.status IS NULL THEN d.reason ELSE m.reason END,
+       due_at = coalesce(m.due, d.due_at), attempts = d.attempts - CASE WHEN m.status IS NULL THEN 0 ELSE 1 END,
+       updated_at = CASE WHEN m.status IS NULL THEN d.updated_at ELSE now() END
+     FROM jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) AS m(id uuid, status text, reason text, due timestamptz, zone text, source text)
+     WHERE d.workspace_id = ${workspaceId} AND d.id = m.id`,
+  );
+}
