@@ -8,6 +8,7 @@ import { registerEventCommands } from "./commands/events.js";
 import { registerJourneyCommands } from "./commands/journeys.js";
 import { registerLoginCommands } from "./commands/login.js";
 import { registerOpenApiCommand } from "./commands/openapi.js";
+import { registerPolicyCommands } from "./commands/policies.js";
 import { registerResourceCommands } from "./commands/resources.js";
 import { registerDeliveryTail, registerEventTail } from "./commands/tail.js";
 import { registerTemplateCommands } from "./commands/templates.js";
@@ -54,6 +55,7 @@ Exit codes: 0 success, 1 API error (the message names the field and the request 
   registerResourceCommands(program, kindByName.get("SubscriptionGroup")!);
   registerJourneyCommands(program);
   registerBroadcastCommands(program);
+  registerPolicyCommands(program);
   registerDeliveryCommands(program);
   registerDeliveryTail(group(program, "deliveries"));
   registerUserCommands(program);

@@ -5,6 +5,7 @@ import {
   type JourneyResource,
   type MessageTemplateResource,
   type OperationId,
+  PoliciesBody,
   type SegmentResource,
   type SubscriptionGroupResource,
   UpsertJourneyRequestBody,
@@ -34,13 +35,15 @@ export interface StoredResource {
 
 export interface ResourceKind {
   /** The `kind:` of an apply file. */
-  kind: "SubscriptionGroup" | "Segment" | "Template" | "Journey";
+  kind: "SubscriptionGroup" | "Segment" | "Template" | "Journey" | "Policies";
   /** The command group, e.g. `subscription-groups`. */
   command: string;
   /** For messages: "subscription group". */
   noun: string;
   /** The contracts' prefix: `<contracts>.upsert`, `.list`, `.get` and `.delete` are its operations. */
-  contracts: "subscriptionGroups" | "segments" | "templates" | "journeys";
+  contracts: "subscriptionGroups" | "segments" | "templates" | "journeys" | "policies";
+  /** One per workspace, without id or name (the delivery policies): read with `<contracts>.get`, no list. */
+  singleton?: true;
   /** The PUT body schema files are validated with. */
   body: BodySchema;
   /** Response fields the server manages: never compared with a file. */
@@ -66,7 +69,10 @@ const failing: Column<StoredResource> = {
 };
 type Verb = "upsert" | "list" | "get" | "delete";
 /** A kind's operation (it compiles only if every prefix and verb name a contract). */
-const op = (kind: ResourceKind, verb: Verb): OperationId => `${kind.contracts}.${verb}`;
+const op = (kind: ResourceKind, verb: Verb): OperationId => {
+  if (kind.contracts === "policies") throw new Error(`the delivery policies have no ${verb} by id`);
+  return `${kind.contracts}.${verb}`;
+};
 const common = ["id", "workspaceId", "createdAt", "updatedAt"];
 
 const subscriptionGroups: ResourceKind = {
@@ -131,8 +137,20 @@ const journeys: ResourceKind = {
   ],
 };
 
+/** The workspace's delivery policies: one document, applied whole. */
+export const policies: ResourceKind = {
+  kind: "Policies",
+  command: "policies",
+  noun: "delivery policies",
+  contracts: "policies",
+  singleton: true,
+  body: PoliciesBody,
+  serverFields: [...common, "name"],
+  columns: [],
+};
+
 /** In the order `apply` writes them: what a later kind may reference comes first. */
-export const resourceKinds: readonly ResourceKind[] = [subscriptionGroups, segments, templates, journeys];
+export const resourceKinds: readonly ResourceKind[] = [subscriptionGroups, segments, templates, journeys, policies];
 
 /** `kind:` values accepted in files, with a few spellings people use. */
 export const kindByName = new Map<string, ResourceKind>([
@@ -143,8 +161,12 @@ export const kindByName = new Map<string, ResourceKind>([
 type Untyped = (id: OperationId, input: Record<string, unknown>) => Promise<unknown>;
 const untyped = (api: Api): Untyped => api.call.bind(api) as unknown as Untyped;
 
-/** Every stored resource of a kind (all pages). */
+/** Every stored resource of a kind (all pages); the delivery policies as one, named `policies`. */
 export async function listAll(api: Api, kind: ResourceKind): Promise<StoredResource[]> {
+  if (kind.singleton) {
+    const stored = await api.call("policies.get", {});
+    return [{ ...stored, id: stored.workspaceId, name: "policies", updatedAt: stored.updatedAt ?? 0 }];
+  }
   const items: StoredResource[] = [];
   let cursor: string | undefined;
   do {

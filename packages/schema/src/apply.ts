@@ -2,13 +2,16 @@
 // in one transaction — all or nothing — or, with `dryRun`, checked the same way and rolled back.
 import { z } from "./zod.js";
 import { UpsertJourneyRequestBody } from "./journeys.js";
+import { PoliciesBody } from "./policies.js";
 import { UpsertSegmentRequestBody } from "./segments.js";
 import { UpsertSubscriptionGroupRequestBody } from "./subscription-groups.js";
 import { UpsertMessageTemplateRequestBody } from "./templates.js";
 
 export const ApplyKind = z
-  .enum(["SubscriptionGroup", "Segment", "Template", "Journey"])
-  .describe("The kind of a resource, in the order apply writes them: what a later kind may reference comes first.");
+  .enum(["SubscriptionGroup", "Segment", "Template", "Journey", "Policies"])
+  .describe(
+    "The kind of a resource, in the order apply writes them: what a later kind may reference comes first. `Policies`: the workspace's delivery policies (at most one; reported under the name `policies` and the workspace's id).",
+  );
 export type ApplyKind = z.infer<typeof ApplyKind>;
 
 const item = <K extends ApplyKind, B extends z.ZodType>(kind: K, resource: B, upsert: string) =>
@@ -23,6 +26,7 @@ export const ApplyRequestItem = z
     item("Segment", UpsertSegmentRequestBody, "PUT /api/admin/segments"),
     item("Template", UpsertMessageTemplateRequestBody, "PUT /api/admin/templates"),
     item("Journey", UpsertJourneyRequestBody, "PUT /api/admin/journeys"),
+    item("Policies", PoliciesBody, "PUT /api/admin/policies"),
   ])
   .describe("One resource and its kind.");
 export type ApplyRequestItem = z.infer<typeof ApplyRequestItem>;

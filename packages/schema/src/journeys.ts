@@ -117,6 +117,12 @@ export const MessageNode = bodyNode("MessageNode", {
   templateId: z.uuid().describe("Message template of the workspace; its `definition` is sent."),
   subscriptionGroupId: z.uuid().optional().describe("Subscription group of the same channel; users not subscribed are skipped."),
   category: MessageCategory.optional().describe("The message's category for delivery policies (default: the template's)."),
+  whenHeld: z
+    .enum(["wait", "skip"])
+    .optional()
+    .describe(
+      "While the workspace has frequency caps or send windows, a run waits at this node until its message is decided (sent, failed or skipped). A message a rule holds: `wait` (default) keeps it Deferred and the run waiting; `skip` skips it and the run goes on.",
+    ),
   child: ChildId,
 }).describe("Sends a message (at most once per run), then continues with `child`.");
 

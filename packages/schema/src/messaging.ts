@@ -46,6 +46,17 @@ export const ExecuteBroadcastRequestBody = z
       .optional()
       .describe("At most this many messages per second for this broadcast."),
     category: MessageCategory.optional().describe("The messages' category for delivery policies (default: the template's)."),
+    sendAtLocalTime: z
+      .string()
+      .regex(/^(?:[01]\d|2[0-3]):[0-5]\d$/, "a local time `HH:MM`")
+      .optional()
+      .describe(
+        "Send each member's message at this time of day in the member's zone (`timezone` trait, else the delivery policies' `defaultTimezone`, else UTC) rather than at once. Send windows still hold it.",
+      ),
+    ifLocalTimePassed: z
+      .enum(["tomorrow", "now"])
+      .optional()
+      .describe("With `sendAtLocalTime`: a member whose time has already passed today gets it tomorrow (default), or at once (`now`)."),
   })
   .superRefine((body, ctx) => {
     const exactlyOne = (a: "segmentDefinition" | "messageTemplateDefinition", b: "segmentId" | "templateId") => {
@@ -54,6 +65,8 @@ export const ExecuteBroadcastRequestBody = z
     };
     exactlyOne("segmentDefinition", "segmentId");
     exactlyOne("messageTemplateDefinition", "templateId");
+    if (body.ifLocalTimePassed !== undefined && body.sendAtLocalTime === undefined)
+      ctx.addIssue({ code: "custom", path: ["ifLocalTimePassed"], message: "only with `sendAtLocalTime`" });
   })
   .describe("Sends one message to each member of an audience, once.");
 export type ExecuteBroadcastRequestBody = z.infer<typeof ExecuteBroadcastRequestBody>;
@@ -126,7 +139,9 @@ export const DeliveryRecord = z
     nodeId: z.string().optional().describe("Source: the journey's message node."),
     status: DeliveryStatus,
     reason: z.string().optional().describe("Why it failed, was skipped or is deferred (naming the rule)."),
-    notBefore: EpochMillis.optional().describe("`Deferred`: when it may go (the rule's next opening, or when its cap has room)."),
+    notBefore: EpochMillis.optional().describe(
+      "`Deferred`: when it may go (the rule's next opening, or when its cap has room). `Queued`: when it is due, if later than now (a retry's backoff, a local-time broadcast).",
+    ),
     category: MessageCategory.optional().describe(
       "The category the delivery policies saw (the broadcast's or node's, else the template's).",
     ),

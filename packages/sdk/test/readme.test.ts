@@ -42,8 +42,8 @@ async function run(index: number): Promise<string[]> {
 }
 
 describe("README", () => {
-  it("has the five examples this test knows", () => {
-    expect(examples).toHaveLength(5);
+  it("has the six examples this test knows", () => {
+    expect(examples).toHaveLength(6);
   });
 
   it("sending events: every event is stored", async () => {
@@ -77,6 +77,11 @@ describe("README", () => {
   it("broadcasts", async () => {
     const out = await run(4);
     expect(out.at(-1)).toBe("1 sent, 0 skipped");
+  });
+
+  it("delivery policies", async () => {
+    expect(await run(5)).toEqual(["three a day: 3, defer"]);
+    expect((await ws.admin.policies.get()).sendWindows.map((w) => w.name)).toEqual(["daytime sms"]);
   });
 
   it("documents the defaults the code has", () => {

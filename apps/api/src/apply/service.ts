@@ -7,13 +7,14 @@ import type { Tx, Upserted } from "../db/upsert.ts";
 import { ApiError } from "../lib/errors.ts";
 import type { OutboundGuard } from "../outbound/index.ts";
 import { upsertJourney } from "../journeys/index.ts";
+import { POLICIES_NAME, upsertPolicies } from "../policies/index.ts";
 import { upsertSegment } from "../segments/index.ts";
 import { upsertSubscriptionGroup } from "../subscription-groups/index.ts";
 import type { RenderPool } from "../templates/index.ts";
 import { assertTemplateSyntax, upsertTemplate, webhookWarnings } from "../templates/index.ts";
 
 /** What a later kind may reference comes first (a segment names groups, a journey all three). */
-const ORDER: readonly ApplyKind[] = ["SubscriptionGroup", "Segment", "Template", "Journey"];
+const ORDER: readonly ApplyKind[] = ["SubscriptionGroup", "Segment", "Template", "Journey", "Policies"];
 
 /** What each kind's upsert answers, in the caller's transaction (the same service its PUT route runs). */
 function upsertItem(tx: Tx, workspaceId: string, item: ApplyRequestItem): Promise<Upserted<{ id: string; name: string }>> {
@@ -26,6 +27,11 @@ function upsertItem(tx: Tx, workspaceId: string, item: ApplyRequestItem): Promis
       return upsertTemplate(tx, workspaceId, item.resource);
     case "Journey":
       return upsertJourney(tx, workspaceId, item.resource);
+    case "Policies":
+      return upsertPolicies(tx, workspaceId, item.resource).then(({ action }) => ({
+        value: { id: workspaceId, name: POLICIES_NAME },
+        action,
+      }));
   }
 }
 
@@ -35,7 +41,7 @@ function about(err: unknown, index: number, item: ApplyRequestItem): unknown {
   const where = `resources.${index}`;
   return new ApiError(
     err.code,
-    `${where} (${item.kind} ${JSON.stringify(item.resource.name)}): ${err.message}`,
+    `${where} (${item.kind}${"name" in item.resource ? ` ${JSON.stringify(item.resource.name)}` : ""}): ${err.message}`,
     err.issues?.map((i) => ({ ...i, path: `${where}.resource.${i.path}` })),
     err.headers,
   );
@@ -76,7 +82,8 @@ async function upsertAll(tx: Tx, workspaceId: string, body: ApplyRequestBody): P
       throw about(err, index, item);
     });
     // A dry run's new resource keyed by name has an id that will not be its id.
-    const id = dryRun && action === "created" && item.resource.id === undefined ? {} : { id: value.id };
+    const keyedByName = item.kind !== "Policies" && item.resource.id === undefined;
+    const id = dryRun && action === "created" && keyedByName ? {} : { id: value.id };
     results[index] = { kind: item.kind, name: value.name, ...id, result: action };
   }
   return { dryRun, resources: results };

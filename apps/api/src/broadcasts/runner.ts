@@ -12,6 +12,8 @@ import type { DeliverySource, StreamSettings } from "../messaging/index.ts";
 import { parseStoredDefinition } from "../segments/index.ts";
 import type { SegmentEngine } from "../segments/index.ts";
 import type { PrismaClient } from "../db/client.ts";
+import { policiesFor } from "../policies/index.ts";
+import { localSendTime } from "./local-time.ts";
 import { broadcastStartKey, releaseBroadcast, START_TASK } from "./service.ts";
 
 const TICK_TASK = "broadcasts.tick";
@@ -30,7 +32,7 @@ export interface BroadcastRunnerOptions {
 /** A broadcast as the runner reads it (`COLUMNS`). */
 interface BroadcastRow {
   status: string;
-  request: { segmentDefinition?: unknown; subscriptionGroupId?: string };
+  request: { segmentDefinition?: unknown; subscriptionGroupId?: string; sendAtLocalTime?: string; ifLocalTimePassed?: "tomorrow" | "now" };
   template: MessageTemplateDefinition;
   channel: string;
   segment_id: string | null;
@@ -123,6 +125,14 @@ export class BroadcastRunner {
           parseStoredDefinition(b.request.segmentDefinition, `broadcast ${broadcastId}`),
           broadcastId,
         );
+    const local = b.request.sendAtLocalTime
+      ? localSendTime(
+          workspaceId,
+          b.request.sendAtLocalTime,
+          b.request.ifLocalTimePassed ?? "tomorrow",
+          (await policiesFor(this.o.pool, workspaceId)).defaultTimezone,
+        )
+      : undefined;
     const freeze = async (slice: Sql, started: boolean) => {
       const client = await this.o.pool.connect();
       try {
@@ -133,8 +143,8 @@ export class BroadcastRunner {
           if (locked.rowCount === 0) return false;
           const members = sql`SELECT m.profile_id AS user_id, ${b.channel}::text AS channel, ${b.template_id}::uuid AS template_id,
               ${b.subscription_group_id}::uuid AS subscription_group_id, NULL::jsonb AS context, NULL::uuid AS run_id, NULL::text AS node_id,
-              ${b.category}::text AS category
-            FROM (${audience} ${slice}) m`;
+              ${b.category}::text AS category, NULL::text AS hold_action, ${local?.due ?? sql`NULL::timestamptz`} AS due_at
+            FROM (${audience} ${slice}) m ${local?.join ?? sql``}`;
           const [queue, ...wake] = this.o.sends.queueStatements(KIND, workspaceId, broadcastId, members, b.rate_limit_per_second !== null);
           await client.query(queue!);
           const [ws, id] = [param(workspaceId), param(broadcastId)];

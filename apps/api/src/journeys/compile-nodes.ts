@@ -68,6 +68,7 @@ export const nodeCompilers: { [K in StepKind]: NodeCompiler<K> } = {
       templateId: at.need(p.templateId, "templateId"),
       subscriptionGroupId: p.subscriptionGroupId || undefined,
       ...(typeof p.category === "string" && p.category ? { category: p.category } : {}),
+      ...(p.whenHeld === "skip" || p.whenHeld === "wait" ? { whenHeld: p.whenHeld } : {}),
       child: at.next(),
     },
   }),

@@ -16,7 +16,7 @@ export function journeyDeliverySource(pool: pg.Pool): DeliverySource {
       const { rows } = await pool.query(
         sql`SELECT 1 FROM journeys WHERE workspace_id = ${workspaceId} AND id = ${id} AND status = 'Running'`,
       );
-      return rows.length > 0 ? { rateLimitPerSecond: null } : null;
+      return rows.length > 0 ? { rateLimitPerSecond: null, decided: (ids) => wakeRunsOf(pool, workspaceId, ids) } : null;
     },
     activeStreams: async () => {
       const { rows } = await pool.query<{ workspace_id: string; id: string }>(
@@ -28,6 +28,19 @@ export function journeyDeliverySource(pool: pg.Pool): DeliverySource {
 }
 
 /**
+ * Makes the runs waiting at the message nodes of these deliveries due, for those now decided
+ * (Sent, Failed, Skipped): the runtime moves them on (its tick finds due runs every second).
+ */
+async function wakeRunsOf(pool: pg.Pool, workspaceId: string, ids: string[]) {
+  await pool.query(
+    sql`UPDATE journey_runs r SET due_at = now()
+     FROM deliveries d
+     WHERE d.workspace_id = ${workspaceId} AND d.id = ANY(${ids}::uuid[]) AND d.status IN ('Sent', 'Failed', 'Skipped')
+       AND r.workspace_id = ${workspaceId} AND r.id = d.run_id AND r.node_id = d.node_id AND r.status = 'Active' AND r.waiting`,
+  );
+}
+
+/**
  * The statements that queue run messages (one delivery per (run, node); a second queue of the
  * same pair is a no-op) and wake the journey's senders, for the transaction that moves the runs
  * past their message nodes.
@@ -35,7 +48,7 @@ export function journeyDeliverySource(pool: pg.Pool): DeliverySource {
 export function queueJourneyMessages(sends: SendJobs, workspaceId: string, journeyId: string, messages: QueuedMessage[]): Sql[] {
   // The node's category, else its template's.
   const rows = sql`SELECT u.user_id, u.channel, u.template_id, u.run_id, u.node_id, u.subscription_group_id, u.context,
-          coalesce(u.category, t.category) AS category
+          coalesce(u.category, t.category) AS category, u.hold_action, NULL::timestamptz AS due_at
         FROM unnest(
           ${messages.map((m) => m.run.userId)}::text[],
           ${messages.map((m) => m.node.channel)}::text[],
@@ -44,8 +57,9 @@ export function queueJourneyMessages(sends: SendJobs, workspaceId: string, journ
           ${messages.map((m) => m.node.id)}::text[],
           ${messages.map((m) => m.node.subscriptionGroupId ?? null)}::uuid[],
           ${messages.map((m) => (m.run.event ? JSON.stringify({ event: m.run.event }) : null))}::jsonb[],
-          ${messages.map((m) => m.node.category ?? null)}::text[])
-          AS u(user_id, channel, template_id, run_id, node_id, subscription_group_id, context, category)
+          ${messages.map((m) => m.node.category ?? null)}::text[],
+          ${messages.map((m) => (m.node.whenHeld === "skip" ? "skip" : null))}::text[])
+          AS u(user_id, channel, template_id, run_id, node_id, subscription_group_id, context, category, hold_action)
         LEFT JOIN message_templates t ON t.workspace_id = ${workspaceId}::uuid AND t.id = u.template_id`;
   return sends.queueStatements(JOURNEY_SOURCE, workspaceId, journeyId, rows, false);
 }

@@ -44,6 +44,8 @@ export interface Claimed {
   createdAt: number;
   /** It was Deferred by a delivery policy until now (its release). */
   wasDeferred: boolean;
+  /** `skip`: a policy's hold skips it whatever the rule says (a journey node's `whenHeld`). */
+  holdAction: string | null;
 }
 
 export interface ClaimSpec {
@@ -66,7 +68,7 @@ export interface ClaimSpec {
 export async function claimDeliveries(
   db: Pick<pg.Pool, "query">,
   spec: ClaimSpec,
-): Promise<{ picked: number; skipped: Channel[]; toSend: Claimed[] }> {
+): Promise<{ picked: number; skipped: Channel[]; toSend: Claimed[]; ids: string[] }> {
   const column = ident(spec.stream.column);
   const [ws, stream, limit, traits] = [
     param(spec.workspaceId),
@@ -110,10 +112,11 @@ export async function claimDeliveries(
        due_at = now(), updated_at = now()
      FROM decided WHERE d.workspace_id = ${ws} AND d.id = decided.id
      RETURNING d.id, d.user_id, d.attempts, d.channel, d.template_id, d.subscription_group_id, d.context, decided.traits,
-       decided.skip IS NOT NULL AS skipped, d.category, (extract(epoch FROM d.created_at) * 1000)::float8 AS created_ms, decided.was_deferred`,
+       decided.skip IS NOT NULL AS skipped, d.category, (extract(epoch FROM d.created_at) * 1000)::float8 AS created_ms, decided.was_deferred,
+       d.hold_action`,
   );
   const toSend = rows.filter((r) => !r.skipped).map(toClaimed);
-  return { picked: rows.length, skipped: rows.filter((r) => r.skipped).map((r) => r.channel), toSend };
+  return { picked: rows.length, skipped: rows.filter((r) => r.skipped).map((r) => r.channel), toSend, ids: rows.map((r) => r.id) };
 }
 
 /** Why a picked delivery is skipped (user gone, unsubscribed, not subscribed, no contact point), or NULL. */
@@ -138,6 +141,7 @@ const toClaimed = (r: ClaimRow): Claimed => ({
   category: r.category,
   createdAt: r.created_ms,
   wasDeferred: r.was_deferred,
+  holdAction: r.hold_action,
 });
 
 /** The columns a claim returns (RETURNING above). */
@@ -154,6 +158,7 @@ interface ClaimRow {
   category: string | null;
   created_ms: number;
   was_deferred: boolean;
+  hold_action: string | null;
 }
 
 /**

@@ -19,7 +19,7 @@ export function toDeliveryRecord(d: Delivery, content = false): DeliveryRecord {
     ...(d.nodeId ? { nodeId: d.nodeId } : {}),
     status: d.status,
     ...(d.reason ? { reason: d.reason } : {}),
-    ...(d.status === "Deferred" ? { notBefore: d.dueAt.getTime() } : {}),
+    ...(d.status === "Deferred" || (d.status === "Queued" && d.dueAt.getTime() > Date.now()) ? { notBefore: d.dueAt.getTime() } : {}),
     ...(d.category ? { category: d.category } : {}),
     ...(d.timezone ? { timezone: d.timezone, timezoneSource: d.timezoneSource as DeliveryRecord["timezoneSource"] } : {}),
     ...(d.providerMessageId ? { providerMessageId: d.providerMessageId } : {}),

@@ -5,7 +5,6 @@ import type { Channel, MessageTemplateDefinition } from "@tidings/schema";
 import type pg from "pg";
 import type { PrismaClient } from "../db/client.ts";
 import { sql } from "../db/sql.ts";
-import { inTransaction } from "../db/transaction.ts";
 import type { Gatekeeper, Policies } from "../policies/index.ts";
 import type { MessagingMetrics } from "./metrics.ts";
 import type { JobLog } from "../jobs/index.ts";
@@ -23,6 +22,7 @@ import {
   toOutgoing,
 } from "./claims.ts";
 import { type ProviderForSending, ProviderUnusableError, providerForSending } from "./providers/service.ts";
+import { claimPastGate } from "./gated-claim.ts";
 import { reserve } from "./pacing.ts";
 import { ReadCache } from "./read-cache.ts";
 import type { SecretBox } from "../lib/secrets.ts";
@@ -135,16 +135,22 @@ export class Deliverer {
       leaseSeconds: this.o.leaseSeconds,
       contactTraits: await this.contactTraits(workspaceId, settings),
     };
-    const { picked, skipped, toSend } = this.o.gatekeeper.holds(policies)
-      ? await this.claimThroughGate(spec, policies)
+    const { picked, skipped, toSend, ids } = this.o.gatekeeper.holds(policies)
+      ? await claimPastGate(this.o.pool, this.o.gatekeeper, spec, policies)
       : await claimDeliveries(this.o.pool, spec);
     for (const channel of skipped) this.o.metrics.deliveries.inc({ channel, status: "Skipped" });
-    if (toSend.length === 0) return picked;
+    const holds = this.o.gatekeeper.holds(policies);
+    if (toSend.length === 0) {
+      if (holds && picked > 0) await settings.decided?.(ids);
+      return picked;
+    }
     const started = performance.now();
-    const ids = toSend.map((c) => c.id);
+    const sending = toSend.map((c) => c.id);
     const renewal = setInterval(
       () =>
-        renewLeases(this.o.pool, workspaceId, ids).catch((err) => this.o.log("warn", `renewing delivery leases failed: ${errorText(err)}`)),
+        renewLeases(this.o.pool, workspaceId, sending).catch((err) =>
+          this.o.log("warn", `renewing delivery leases failed: ${errorText(err)}`),
+        ),
       (this.o.leaseSeconds * 1000) / 3,
     );
     try {
@@ -155,27 +161,10 @@ export class Deliverer {
     } finally {
       clearInterval(renewal);
     }
+    if (holds) await settings.decided?.(ids);
     this.pace.set(`${workspaceId}:${stream.id}`, (performance.now() - started) / toSend.length);
     if (this.pace.size > 1000) this.pace.delete(this.pace.keys().next().value!);
     return picked;
-  }
-
-  /**
-   * Claims in a transaction with the delivery policies' gate: the users' decisions are taken under
-   * their locks and committed with the claim; held and skipped rows are not sent.
-   */
-  private async claimThroughGate(spec: ClaimSpec, policies: Policies) {
-    const client = await this.o.pool.connect();
-    try {
-      return await inTransaction(client, async () => {
-        const claim = await claimDeliveries(client, spec);
-        if (claim.toSend.length === 0) return claim;
-        const { send } = await this.o.gatekeeper.pass(client, spec.workspaceId, policies, claim.toSend);
-        return { ...claim, toSend: claim.toSend.filter((c) => send.has(c.id)) };
-      });
-    } finally {
-      client.release();
-    }
   }
 
   /** Renders and sends the claimed rows, channel by channel; answers every row's outcome. */

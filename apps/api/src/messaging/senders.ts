@@ -106,15 +106,15 @@ export class SendJobs {
    * The statements that queue a stream's deliveries and start its senders, for the transaction of
    * the source's change (the deliveries and their senders exist iff it commits). `rows` is a query
    * of the new deliveries' columns: user_id, channel, template_id, subscription_group_id, context,
-   * run_id, node_id, category (NULL where the source has none). A row the stream already has (unique per
+   * run_id, node_id, category, hold_action, due_at (NULL where the source has none; due_at NULL: now). A row the stream already has (unique per
    * source) is not queued again. Only messaging writes deliveries.
    */
   queueStatements(kind: string, workspaceId: string, id: string, rows: Sql, paced: boolean): Sql[] {
     const column = ident(this.source(kind).column);
     return [
-      sql`INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, ${column}, run_id, node_id, subscription_group_id, context, category, status)
+      sql`INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, ${column}, run_id, node_id, subscription_group_id, context, category, hold_action, status, due_at)
         SELECT ${workspaceId}::uuid, gen_random_uuid(), r.user_id, r.channel::"Channel", r.template_id, ${id}::uuid, r.run_id, r.node_id,
-          r.subscription_group_id, r.context, r.category, 'Queued'
+          r.subscription_group_id, r.context, r.category, r.hold_action, 'Queued', coalesce(r.due_at, now())
         FROM (${rows}) r
         ON CONFLICT DO NOTHING`,
       ...this.wakeQueries(kind, workspaceId, id, paced),

@@ -20,6 +20,12 @@ export interface StreamSettings {
   template?: MessageTemplateDefinition;
   /** Messages per second across every worker; null: as fast as the provider takes them. */
   rateLimitPerSecond: number | null;
+  /**
+   * Told, while the workspace's delivery policies may hold messages, the deliveries a chunk
+   * claimed once they are marked (those Sent, Failed or Skipped are decided; a journey's runs
+   * waiting for them go on).
+   */
+  decided?: (ids: string[]) => Promise<void>;
 }
 
 export interface DeliverySource {

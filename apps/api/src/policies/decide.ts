@@ -12,6 +12,8 @@ export interface Candidate {
   /** When it was queued (its time-to-live counts from here). */
   createdAt: number;
   zone: string;
+  /** A hold skips it whatever the rule's action (a journey node's `whenHeld: skip`). */
+  skipWhenHeld?: boolean;
 }
 
 export type Decision = { kind: "send" } | { kind: "defer"; notBefore: number; reason: string } | { kind: "skip"; reason: string };
@@ -86,7 +88,7 @@ export function decide(
       out.set(c.id, { kind: "send" });
       continue;
     }
-    const skip = holds.find((h) => h.skip);
+    const skip = holds.find((h) => h.skip) ?? (c.skipWhenHeld ? holds[0] : undefined);
     if (skip) {
       out.set(c.id, { kind: "skip", reason: `skipped: ${skip.reason}` });
       continue;

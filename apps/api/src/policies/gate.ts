@@ -19,6 +19,8 @@ export interface GateRow {
   traits: Record<string, unknown>;
   /** It was Deferred until now (a release, when it goes). */
   wasDeferred: boolean;
+  /** `skip`: a hold skips it whatever the rule's action. */
+  holdAction: string | null;
 }
 
 export interface GateResult {
@@ -55,6 +57,7 @@ export async function gate(
       category: r.category,
       createdAt: r.createdAt,
       zone: zones.get(r.userId)!.zone,
+      skipWhenHeld: r.holdAction === "skip",
     }))
     .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   const counted = p.frequencyCaps.length > 0 ? await countSends(db, workspaceId, p, candidates, nowMs) : new Map<string, number[]>();

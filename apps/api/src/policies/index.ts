@@ -12,6 +12,7 @@ import { policyRoutes } from "./routes.ts";
 import { holdsMessages, policiesFor } from "./service.ts";
 
 export type { GateRow, GateResult } from "./gate.ts";
+export { holdsMessages, POLICIES_NAME, policiesFor, upsertPolicies } from "./service.ts";
 export type { Policies } from "@tidings/schema";
 
 /** Providers' published limits, paced without a rule (messages per second). */

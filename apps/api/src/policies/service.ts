@@ -4,6 +4,7 @@ import type { Policies, PoliciesBody, PoliciesResource } from "@tidings/schema";
 import { DEFAULT_TTL_SECONDS, PoliciesBody as PoliciesSchema } from "@tidings/schema";
 import type pg from "pg";
 import type { PrismaClient } from "../db/client.ts";
+import type { Tx, Upserted } from "../db/upsert.ts";
 import { sql } from "../db/sql.ts";
 
 const EMPTY: Policies = {
@@ -22,7 +23,7 @@ function fromDocument(document: unknown): Policies {
   return policies;
 }
 
-export async function getPolicies(prisma: PrismaClient, workspaceId: string): Promise<PoliciesResource> {
+export async function getPolicies(prisma: Pick<PrismaClient, "deliveryPolicy">, workspaceId: string): Promise<PoliciesResource> {
   const row = await prisma.deliveryPolicy.findUnique({ where: { workspaceId } });
   return {
     workspaceId,
@@ -31,15 +32,28 @@ export async function getPolicies(prisma: PrismaClient, workspaceId: string): Pr
   };
 }
 
-export async function putPolicies(prisma: PrismaClient, workspaceId: string, body: PoliciesBody): Promise<PoliciesResource> {
-  const policies = fromDocument(PoliciesSchema.parse(body));
-  const document = JSON.parse(JSON.stringify(policies));
-  await prisma.deliveryPolicy.upsert({
-    where: { workspaceId },
-    create: { workspaceId, document },
-    update: { document, updatedAt: new Date() },
-  });
-  return getPolicies(prisma, workspaceId);
+/** The name apply reports the workspace's policies under (they have no name of their own). */
+export const POLICIES_NAME = "policies";
+
+/**
+ * Replaces the workspace's policies in the caller's transaction (PUT and apply): unchanged when
+ * the stored document equals the new one. Answers them as stored.
+ */
+export async function upsertPolicies(tx: Tx, workspaceId: string, body: PoliciesBody): Promise<Upserted<PoliciesResource>> {
+  const document = JSON.parse(JSON.stringify(fromDocument(PoliciesSchema.parse(body))));
+  const existing = await tx.deliveryPolicy.findUnique({ where: { workspaceId } });
+  const action = !existing
+    ? "created"
+    : JSON.stringify(fromDocument(existing.document)) === JSON.stringify(document)
+      ? "unchanged"
+      : "updated";
+  if (action !== "unchanged")
+    await tx.deliveryPolicy.upsert({
+      where: { workspaceId },
+      create: { workspaceId, document },
+      update: { document, updatedAt: new Date() },
+    });
+  return { value: await getPolicies(tx, workspaceId), action };
 }
 
 /** The policies a chunk of sends is decided by. */

@@ -2,9 +2,10 @@
 // and notBefore), released when their time comes, checked again at release, skipped past their
 // time-to-live, kept in each user's zone, and paced at a provider's rate; two workspaces with the
 // same rule names and user ids never see each other's rules or sends.
+import { DateTime } from "luxon";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../broadcasts/support.ts";
-import { identify, segmentWorld } from "../segments/support.ts";
+import { identify, segmentWorld, track } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { bearer, request } from "../support/http.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
@@ -188,6 +189,105 @@ describe("send windows", () => {
     const b = await w.admin("POST", `/api/admin/broadcasts/${id}/cancel`);
     expect(b.status).toBe("Cancelled");
     expect((await deliveries()).map((d) => [d.status, d.reason])).toEqual([["Skipped", "cancelled"]]);
+  });
+});
+
+describe("journeys", () => {
+  it("keep a run at its message node while the message is held, and move it on once sent; whenHeld: skip goes on at once", async () => {
+    const { w, template, deliveries } = await world("/journey", {
+      frequencyCaps: [{ name: "one per 3 s", limit: 1, window: { seconds: 3 } }],
+    });
+    const journey = async (name: string, whenHeld?: "skip") =>
+      w.admin("PUT", "/api/admin/journeys", {
+        name,
+        status: "Running",
+        definition: {
+          entryNode: { type: "EventEntryNode", event: name, child: "first" },
+          nodes: [
+            { id: "first", type: "MessageNode", channel: "Webhook", templateId: template.id, child: "second" },
+            {
+              id: "second",
+              type: "MessageNode",
+              channel: "Webhook",
+              templateId: template.id,
+              child: "ExitNode",
+              ...(whenHeld ? { whenHeld } : {}),
+            },
+          ],
+        },
+      });
+    const waits = await journey("Go");
+    await w.send([track({ userId: "ann" }, "Go", Date.now())]);
+    const stats = (id: string) => w.admin("GET", `/api/admin/journeys/${id}/stats`);
+    const node = (s: any, id: string) => s.nodes.find((n: { id: string }) => n.id === id);
+    const held = await waitFor(
+      () => stats(waits.id),
+      (s) => node(s, "second").deferred === 1,
+    );
+    expect(node(held, "first")).toMatchObject({ sent: 1, waiting: 0 });
+    expect(node(held, "second")).toMatchObject({ waiting: 1, deferred: 1, sent: 0 });
+    expect(held.active).toBe(1);
+    const done = await waitFor(
+      () => stats(waits.id),
+      (s) => s.completed === 1,
+      20_000,
+    );
+    expect(node(done, "second")).toMatchObject({ waiting: 0, deferred: 0, sent: 1 });
+    const runs = (await w.admin("GET", `/api/admin/journeys/${waits.id}/runs`)).items;
+    const sentAt = (await deliveries(`&journeyId=${waits.id}`)).find((d) => d.nodeId === "second").updatedAt;
+    expect(runs[0].endedAt).toBeGreaterThanOrEqual(sentAt);
+
+    // The cap's window has room again after 3 s; wait for it, then a node that skips what is held.
+    await new Promise((r) => setTimeout(r, 3100));
+    const skips = await journey("Skip", "skip");
+    await w.send([track({ userId: "ann" }, "Skip", Date.now())]);
+    const skipped = await waitFor(
+      () => stats(skips.id),
+      (s) => s.completed === 1,
+    );
+    expect(node(skipped, "first").sent).toBe(1);
+    expect(node(skipped, "second")).toMatchObject({ skipped: 1, deferred: 0 });
+    const reason = (await deliveries(`&journeyId=${skips.id}`)).find((d) => d.nodeId === "second").reason;
+    expect(reason).toMatch(/^skipped: frequency cap "one per 3 s"/);
+  });
+});
+
+describe("local-time broadcasts", () => {
+  it("queue each member's message for the time in the member's zone, tomorrow or at once when it has passed", async () => {
+    const zones: Record<string, string | undefined> = {
+      kat: "Asia/Kathmandu",
+      ny: "America/New_York",
+      kir: "Pacific/Kiritimati",
+      pago: "Pacific/Pago_Pago",
+      none: undefined,
+    };
+    const users = Object.fromEntries(Object.entries(zones).map(([u, z]) => [u, z ? { timezone: z } : {}]));
+    const { broadcast, deliveries } = await world("/local", {}, users);
+    const at = DateTime.utc().plus({ minutes: 2 });
+    const hhmm = at.toFormat("HH:mm");
+    /** When `hhmm` next comes in `zone` (today's, or tomorrow's once it has passed), and whether today's passed. */
+    const expected = (zone: string) => {
+      const now = DateTime.now().setZone(zone);
+      const today = now.set({ hour: at.hour, minute: at.minute, second: 0, millisecond: 0 });
+      return today.toMillis() >= now.toMillis()
+        ? { passed: false, due: today.toMillis() }
+        : { passed: true, due: today.plus({ days: 1 }).toMillis() };
+    };
+    const tomorrow = await broadcast({ sendAtLocalTime: hhmm });
+    const now = await broadcast({ sendAtLocalTime: hhmm, ifLocalTimePassed: "now" });
+    const ds = await waitFor(
+      () => deliveries(),
+      // Nothing in flight, and nothing Queued that is due already (the passed ones sent at once).
+      (x) => x.length === 10 && x.every((d) => d.status !== "Sending" && !(d.status === "Queued" && d.notBefore === undefined)),
+    );
+    for (const [user, zone] of Object.entries(zones)) {
+      const e = expected(zone ?? "UTC");
+      const a = ds.find((d) => d.userId === user && d.broadcastId === tomorrow);
+      const b = ds.find((d) => d.userId === user && d.broadcastId === now);
+      expect(a, user).toMatchObject({ status: "Queued", notBefore: e.due });
+      if (e.passed) expect(b.status, user).toBe("Sent");
+      else expect(b, user).toMatchObject({ status: "Queued", notBefore: e.due });
+    }
   });
 });
 

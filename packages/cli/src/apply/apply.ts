@@ -104,7 +104,8 @@ export async function applyDocuments(
   return response.resources.map((r, i) => {
     const doc = docs[i]!;
     const id = doc.parsed.id as string | undefined;
-    const existing = stored.get(id ? `${doc.kind.kind}:id:${id}` : `${doc.kind.kind}:name:${doc.parsed.name as string}`);
+    const name = doc.kind.singleton ? "policies" : (doc.parsed.name as string);
+    const existing = stored.get(id ? `${doc.kind.kind}:id:${id}` : `${doc.kind.kind}:name:${name}`);
     const changes = r.result === "updated" && existing ? changedFields(doc, existing) : [];
     return {
       source: doc.source,

@@ -117,7 +117,7 @@ function readDocuments(files: readonly string[], problems: string[]): KindedDocu
       const { kind: kindName, ...body } = value as Record<string, unknown>;
       const kind = typeof kindName === "string" ? kindByName.get(kindName) : undefined;
       if (!kind) {
-        const known = "Segment, Template, SubscriptionGroup, Journey";
+        const known = "Segment, Template, SubscriptionGroup, Journey, Policies";
         const what =
           kindName === undefined ? "missing" : `unknown kind ${JSON.stringify(kindName)}${didYouMean(String(kindName), kindByName.keys())}`;
         problems.push(`${locate(["kind"])}: kind: ${what} (expected one of ${known})`);
@@ -166,7 +166,9 @@ export async function loadDocuments(paths: readonly string[], storedOf: StoredOf
   }
   const seen = new Map<string, ResourceDocument>();
   for (const doc of docs) {
-    const key = `${doc.kind.kind}:${(doc.parsed.id as string | undefined) ?? `name=${doc.parsed.name as string}`}`;
+    const key = doc.kind.singleton
+      ? `${doc.kind.kind}:one per workspace`
+      : `${doc.kind.kind}:${(doc.parsed.id as string | undefined) ?? `name=${doc.parsed.name as string}`}`;
     const other = seen.get(key);
     if (other) problems.push(`${doc.locate([])}: the same ${doc.kind.noun} as ${other.locate([])} (${key.split(":")[1]})`);
     else seen.set(key, doc);

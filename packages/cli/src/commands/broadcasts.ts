@@ -15,6 +15,9 @@ interface ExecuteOptions {
   templateId?: string;
   subscriptionGroup?: string;
   rate?: number;
+  category?: string;
+  atLocalTime?: string;
+  ifPassed?: "tomorrow" | "now";
   wait?: boolean;
 }
 
@@ -118,6 +121,17 @@ export function registerBroadcastCommands(program: Command) {
     .option("--template-id <id-or-name>", "message: a stored template")
     .option("--subscription-group <id-or-name>", "send within this subscription group (unsubscribe link, opt-outs)")
     .addOption(new Option("--rate <n>", "at most n messages per second").argParser(positiveInt(100_000)))
+    .option("--category <category>", "the messages' category for delivery policies (default: the template's)")
+    .option(
+      "--at-local-time <HH:MM>",
+      "send each member's message at this time in the member's zone (timezone trait, else the policies' default zone, else UTC)",
+    )
+    .addOption(
+      new Option("--if-passed <when>", "with --at-local-time: a member whose time has passed today gets it tomorrow, or now").choices([
+        "tomorrow",
+        "now",
+      ]),
+    )
     .option("--wait", "follow the broadcast until it finishes (progress on stderr; exit codes below)")
     .addHelpText("after", `\n${WAIT_EXIT_CODES}`)
     .action(
@@ -131,6 +145,9 @@ export function registerBroadcastCommands(program: Command) {
           ...(opts.segment !== undefined ? { segmentDefinition: definitionOf(readDataFile(opts.segment, "--segment")) } : {}),
           ...(opts.template !== undefined ? { messageTemplateDefinition: definitionOf(readDataFile(opts.template, "--template")) } : {}),
           ...(opts.rate !== undefined ? { rateLimitPerSecond: opts.rate } : {}),
+          ...(opts.category !== undefined ? { category: opts.category } : {}),
+          ...(opts.atLocalTime !== undefined ? { sendAtLocalTime: opts.atLocalTime } : {}),
+          ...(opts.ifPassed !== undefined ? { ifLocalTimePassed: opts.ifPassed } : {}),
         };
         // Files are checked before anything is sent (ids are checked by the server).
         const checked = ExecuteBroadcastRequestBody.safeParse({

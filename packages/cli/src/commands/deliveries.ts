@@ -1,6 +1,6 @@
 // `tidings deliveries list|get`: the messages sent (or not) and why — one row per user and
 // broadcast, or per journey run and message node.
-import type { DeliveryRecord, DeliveryStatus } from "@tidings/schema";
+import { type DeliveryRecord, DeliveryStatus } from "@tidings/schema";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { action, isUuid, positiveInt } from "../context.js";
 import { DeliveryNames } from "../delivery-sources.js";
@@ -8,7 +8,7 @@ import { type Column, formatTime } from "../output.js";
 import { kindByName, resolveResource } from "../resources.js";
 import { findBroadcastByName } from "./broadcasts.js";
 
-const STATUSES: readonly DeliveryStatus[] = ["Queued", "Sending", "Sent", "Failed", "Skipped"];
+const STATUSES: readonly DeliveryStatus[] = DeliveryStatus.options;
 
 /** Accepts any case (`failed`), answers the API's spelling (`Failed`). */
 function parseStatus(value: string): DeliveryStatus {
@@ -111,6 +111,9 @@ Examples:
           channel: d.channel,
           status: d.status,
           ...(d.reason ? { reason: d.reason } : {}),
+          ...(d.notBefore ? { notBefore: formatTime(d.notBefore) } : {}),
+          ...(d.timezone ? { timezone: `${d.timezone} (${d.timezoneSource})` } : {}),
+          ...(d.category ? { category: d.category } : {}),
           attempts: d.attempts,
           source: names.source(d),
           ...(d.templateId ? { template: names.template(d) } : {}),

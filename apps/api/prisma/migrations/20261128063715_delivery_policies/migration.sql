@@ -6,6 +6,7 @@ ALTER TABLE "broadcasts" ADD COLUMN     "category" TEXT;
 
 -- AlterTable
 ALTER TABLE "deliveries" ADD COLUMN     "category" TEXT,
+ADD COLUMN     "hold_action" TEXT,
 ADD COLUMN     "sent_at" TIMESTAMPTZ(3),
 ADD COLUMN     "timezone" TEXT,
 ADD COLUMN     "timezone_source" TEXT;

@@ -30,6 +30,8 @@ export interface AdvanceDeps {
   /** The definition of a journey's version (immutable once written). */
   definition: (db: pg.PoolClient, workspaceId: string, journey: LiveJourney, version: number) => Promise<JourneyDefinition | null>;
   lateness: (seconds: number) => void;
+  /** Whether the workspace's delivery policies may hold messages (a run then waits for its message). */
+  holdsMessages: (db: pg.PoolClient, workspaceId: string) => Promise<boolean>;
 }
 
 interface RunRow {
@@ -60,7 +62,15 @@ export async function advanceBatch(
        ORDER BY due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
     );
     if (rows.length === 0) return 0;
-    const ctx: StepContext = { db, workspaceId, journeyId: journey.id, now, messages: [], lateness: deps.lateness };
+    const ctx: StepContext = {
+      db,
+      workspaceId,
+      journeyId: journey.id,
+      now,
+      messages: [],
+      lateness: deps.lateness,
+      holdsMessages: await deps.holdsMessages(db, workspaceId),
+    };
     const runs = rows.map(
       (r): RunState => ({
         id: r.id,

@@ -8,6 +8,7 @@
 // `journeys.tick` runs every second and wakes workspaces with signals or runs due within a
 // second (a wake-up lost with a dying process is found there). Jobs may overlap: batches take
 // runs with SKIP LOCKED and signals by deleting them.
+import { holdsMessages, policiesFor } from "../../policies/index.ts";
 import { JourneyDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { CLEAR_FAILURE, DefinitionError, isDefinitionFault, markFailing } from "../../db/failing.ts";
@@ -74,6 +75,7 @@ export class JourneyRuntime {
     this.deps = {
       sends: o.sends,
       lateness: o.lateness ?? (() => {}),
+      holdsMessages: async (db, workspaceId) => holdsMessages(await policiesFor(db, workspaceId)),
       definition: (db, workspaceId, journey, version) => this.definition(db, workspaceId, journey, version),
     };
   }

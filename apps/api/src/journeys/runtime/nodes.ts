@@ -34,6 +34,11 @@ export interface StepContext {
   now: Date;
   /** Messages the step queues, inserted with the runs' new state. */
   messages: QueuedMessage[];
+  /**
+   * The workspace's delivery policies may hold messages (caps or windows): a run waits at its
+   * message node until the message is decided, rather than going on when it is queued.
+   */
+  holdsMessages: boolean;
   /** Called with how late (s) each timer fired. */
   lateness: (seconds: number) => void;
 }
@@ -107,9 +112,31 @@ const waitFor: Handler<"WaitForNode"> = async (ctx, node, runs) => {
   });
 };
 
+/** How long a run waits for its message at most (longer than any policy's time-to-live). */
+const MESSAGE_WAIT_MS = 31 * 86_400_000;
+
+/**
+ * Queues the message of each arriving run. Without holding policies the run goes on at once; with
+ * them it waits until the message is Sent, Failed or Skipped (the delivery source makes it due
+ * then: `wakeRunsOf`), so a deferred message keeps its run here.
+ */
 const message: Handler<"MessageNode"> = async (ctx, node, runs) => {
-  for (const run of runs) ctx.messages.push({ run, node });
-  return runs.map(() => ({ next: node.child }));
+  for (const run of runs) if (!run.waiting) ctx.messages.push({ run, node });
+  const waiting = runs.filter((r) => r.waiting).map((r) => r.id);
+  const decided = new Set<string>();
+  if (waiting.length > 0) {
+    const { rows } = await ctx.db.query<{ run_id: string }>(
+      sql`SELECT run_id FROM deliveries WHERE workspace_id = ${ctx.workspaceId} AND run_id = ANY(${waiting}::uuid[])
+       AND node_id = ${node.id} AND status IN ('Sent', 'Failed', 'Skipped')`,
+    );
+    for (const r of rows) decided.add(r.run_id);
+  }
+  return runs.map((r): Outcome => {
+    if (!r.waiting) return ctx.holdsMessages ? { wait: new Date(ctx.now.getTime() + MESSAGE_WAIT_MS) } : { next: node.child };
+    // Decided, or the policies were lifted meanwhile, or the wait ran out: go on.
+    if (decided.has(r.id) || !ctx.holdsMessages) return { next: node.child };
+    return timerOutcome(ctx, r, node.child);
+  });
 };
 
 /**

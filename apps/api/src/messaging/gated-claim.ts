@@ -1,0 +1,21 @@
+// A claim that passes the delivery policies' gate: in one transaction, the claim and the users'
+// decisions (taken under their locks, policies/gate.ts) are committed together; held and skipped
+// rows are not handed to the senders.
+import type pg from "pg";
+import { inTransaction } from "../db/transaction.ts";
+import type { Gatekeeper, Policies } from "../policies/index.ts";
+import { type ClaimSpec, claimDeliveries } from "./claims.ts";
+
+export async function claimPastGate(pool: pg.Pool, gatekeeper: Gatekeeper, spec: ClaimSpec, policies: Policies) {
+  const client = await pool.connect();
+  try {
+    return await inTransaction(client, async () => {
+      const claim = await claimDeliveries(client, spec);
+      if (claim.toSend.length === 0) return claim;
+      const { send } = await gatekeeper.pass(client, spec.workspaceId, policies, claim.toSend);
+      return { ...claim, toSend: claim.toSend.filter((c) => send.has(c.id)) };
+    });
+  } finally {
+    client.release();
+  }
+}
