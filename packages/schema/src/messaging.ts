@@ -147,10 +147,10 @@ export const DeliveryRecord = z
     ),
     timezone: z.string().optional().describe("The zone the delivery policies used for this user, once they looked at it."),
     timezoneSource: z
-      .enum(["trait", "workspace", "utc"])
+      .enum(["trait", "workspace", "utc", "invalid-trait"])
       .optional()
       .describe(
-        "Where `timezone` came from: the user's `timezone` trait, the workspace's default zone, or neither (UTC). A `timezone` trait that is not a zone is named in the reason of a held message.",
+        "Where `timezone` came from: the user's `timezone` trait, the workspace's default zone, or neither (UTC). `invalid-trait`: the user's `timezone` trait is not a zone, so the workspace's default (else UTC) was used; a held message's reason names the trait's value.",
       ),
     providerMessageId: z.string().optional(),
     attempts: z.number().int(),

@@ -46,6 +46,9 @@ export interface Claimed {
   wasDeferred: boolean;
   /** `skip`: a policy's hold skips it whatever the rule says (a journey node's `whenHeld`). */
   holdAction: string | null;
+  /** The zone the delivery policies used (set when they looked at it), recorded with the outcome. */
+  timezone?: string;
+  timezoneSource?: string;
 }
 
 export interface ClaimSpec {
@@ -195,7 +198,12 @@ export interface Marked {
   contact?: string | null;
   rendered?: unknown;
   attempts: number;
+  timezone?: string;
+  timezoneSource?: string;
 }
+
+/** What every mark of a claimed row carries (its outcome is added): the zone the policies used is recorded with it. */
+export const markOf = (c: Claimed) => ({ id: c.id, attempts: c.attempts, timezone: c.timezone, timezoneSource: c.timezoneSource });
 
 /** Records each claimed delivery's outcome in one statement. */
 export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: string, marks: Marked[]) {
@@ -203,7 +211,13 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
   const now = Date.now();
   const rows = marks.map((m) => {
     const o = m.outcome;
-    const row = { id: m.id, contact: m.contact ?? null, rendered: m.rendered ?? null };
+    const row = {
+      id: m.id,
+      contact: m.contact ?? null,
+      rendered: m.rendered ?? null,
+      zone: m.timezone ?? null,
+      zone_source: m.timezoneSource ?? null,
+    };
     if (o.status === "sent")
       return { ...row, status: "Sent", reason: null, provider_id: o.providerMessageId ?? null, due: null, sent: true };
     if (o.status === "failed" || m.attempts >= MAX_ATTEMPTS) {
@@ -217,9 +231,11 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
   await db.query(
     sql`UPDATE deliveries d SET status = m.status::"DeliveryStatus", reason = m.reason, provider_message_id = m.provider_id,
        contact = m.contact, rendered = m.rendered, due_at = coalesce(m.due, d.due_at), updated_at = now(),
-       sent_at = CASE WHEN m.sent THEN now() ELSE d.sent_at END
+       sent_at = CASE WHEN m.sent THEN now() ELSE d.sent_at END,
+       timezone = coalesce(m.zone, d.timezone), timezone_source = coalesce(m.zone_source, d.timezone_source)
      FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-       AS m(id uuid, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz, sent boolean)
+       AS m(id uuid, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz, sent boolean,
+         zone text, zone_source text)
      WHERE d.workspace_id = ${workspaceId} AND d.id = m.id AND d.status = 'Sending'`,
   );
 }

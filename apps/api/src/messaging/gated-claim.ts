@@ -13,7 +13,7 @@ export async function claimPastGate(pool: pg.Pool, gatekeeper: Gatekeeper, spec:
       const claim = await claimDeliveries(client, spec);
       if (claim.toSend.length === 0) return claim;
       const { send } = await gatekeeper.pass(client, spec.workspaceId, policies, claim.toSend);
-      return { ...claim, toSend: claim.toSend.filter((c) => send.has(c.id)) };
+      return { ...claim, toSend: claim.toSend.flatMap((c) => (send.has(c.id) ? [{ ...c, ...send.get(c.id)! }] : [])) };
     });
   } finally {
     client.release();

@@ -17,6 +17,7 @@ import {
   contactTrait,
   type Marked,
   markDeliveries,
+  markOf,
   messageInput,
   renewLeases,
   toOutgoing,
@@ -187,7 +188,7 @@ export class Deliverer {
       const outgoing: { msg: OutgoingMessage; mark: Marked }[] = [];
       const channelMarks: Marked[] = [];
       const fail = (c: Claimed, reason: string) =>
-        channelMarks.push({ id: c.id, attempts: c.attempts, outcome: { status: "failed", reason }, contact: contactOf(c) });
+        channelMarks.push({ ...markOf(c), outcome: { status: "failed", reason }, contact: contactOf(c) });
       // Rendered in the render threads, a batch per template.
       const byTemplate = new Map<MessageTemplateDefinition, Claimed[]>();
       for (const c of rows) {
@@ -208,7 +209,7 @@ export class Deliverer {
             return;
           }
           const contact = contactOf(c);
-          const mark: Marked = { id: c.id, attempts: c.attempts, outcome: { status: "sent" }, contact, rendered: r.rendered };
+          const mark: Marked = { ...markOf(c), outcome: { status: "sent" }, contact, rendered: r.rendered };
           channelMarks.push(mark);
           outgoing.push({ msg: toOutgoing(workspaceId, c, r.rendered, contact, r.unsubscribeUrl), mark });
         });

@@ -24,8 +24,8 @@ export interface GateRow {
 }
 
 export interface GateResult {
-  /** The ids that go now. */
-  send: Set<string>;
+  /** The ids that go now, with the zone the rules used (recorded when they are marked). */
+  send: Map<string, { timezone: string; timezoneSource: string }>;
   /** Counts for the metrics: held (by reason kind), released, skipped (expired or a skip rule). */
   deferred: { channel: Channel; rule: "cap" | "window" }[];
   released: Channel[];
@@ -64,11 +64,11 @@ export async function gate(
   const decisions = decide(p, candidates, counted, nowMs);
   await record(db, workspaceId, rows, decisions, zones);
 
-  const result: GateResult = { send: new Set(), deferred: [], released: [], skipped: [] };
+  const result: GateResult = { send: new Map(), deferred: [], released: [], skipped: [] };
   for (const r of rows) {
     const d = decisions.get(r.id)!;
     if (d.kind === "send") {
-      result.send.add(r.id);
+      result.send.set(r.id, zoneOf(zones.get(r.userId)!));
       if (r.wasDeferred) result.released.push(r.channel);
     } else if (d.kind === "defer") result.deferred.push({ channel: r.channel, rule: ruleKind(d.reason) });
     else result.skipped.push({ channel: r.channel, rule: d.reason.startsWith("held past") ? "ttl" : ruleKind(d.reason) });
@@ -114,7 +114,10 @@ async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string,
   return counted;
 }
 
-/** Every row's zone, and the held (Deferred until notBefore) and skipped rows with their reasons. */
+/** The zone recorded on a delivery, and where it came from. */
+const zoneOf = (z: UserZone) => ({ timezone: z.zone, timezoneSource: z.invalidTrait === undefined ? z.source : "invalid-trait" });
+
+/** The held (Deferred until notBefore) and skipped rows, with their reasons and zones (the rest are recorded when marked). */
 async function record(
   db: Pick<pg.PoolClient, "query">,
   workspaceId: string,
@@ -122,24 +125,28 @@ async function record(
   decisions: Map<string, Decision>,
   zones: Map<string, UserZone>,
 ) {
-  const marks = rows.map((r) => {
+  const marks = rows.flatMap((r) => {
     const d = decisions.get(r.id)!;
+    if (d.kind === "send") return [];
     const z = zones.get(r.userId)!;
     const note = z.invalidTrait === undefined ? "" : ` (the timezone trait ${JSON.stringify(z.invalidTrait)} is not a zone)`;
-    return {
-      id: r.id,
-      status: d.kind === "send" ? null : d.kind === "defer" ? "Deferred" : "Skipped",
-      reason: d.kind === "send" ? null : `${d.reason}${note}`,
-      due: d.kind === "defer" ? new Date(d.notBefore).toISOString() : null,
-      zone: z.zone,
-      source: z.source,
-    };
+    const { timezone, timezoneSource } = zoneOf(z);
+    return [
+      {
+        id: r.id,
+        status: d.kind === "defer" ? "Deferred" : "Skipped",
+        reason: `${d.reason}${note}`,
+        due: d.kind === "defer" ? new Date(d.notBefore).toISOString() : null,
+        zone: timezone,
+        source: timezoneSource,
+      },
+    ];
   });
+  if (marks.length === 0) return;
+  // Out of Sending: the claim's attempt is undone.
   await db.query(
-    sql`UPDATE deliveries d SET timezone = m.zone, timezone_source = m.source,
-       status = coalesce(m.status::"DeliveryStatus", d.status), reason = CASE WHEN m.status IS NULL THEN d.reason ELSE m.reason END,
-       due_at = coalesce(m.due, d.due_at), attempts = d.attempts - CASE WHEN m.status IS NULL THEN 0 ELSE 1 END,
-       updated_at = CASE WHEN m.status IS NULL THEN d.updated_at ELSE now() END
+    sql`UPDATE deliveries d SET timezone = m.zone, timezone_source = m.source, status = m.status::"DeliveryStatus", reason = m.reason,
+       due_at = coalesce(m.due, d.due_at), attempts = d.attempts - 1, updated_at = now()
      FROM jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) AS m(id uuid, status text, reason text, due timestamptz, zone text, source text)
      WHERE d.workspace_id = ${workspaceId} AND d.id = m.id`,
   );

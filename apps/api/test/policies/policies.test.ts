@@ -170,7 +170,7 @@ describe("send windows", () => {
     const ds = await waitFor(deliveries, (x) => x.length === 3 && x.every((d) => d.status === "Deferred" || d.status === "Sent"));
     const by = Object.fromEntries(ds.map((d) => [d.userId, d]));
     expect(by.ann).toMatchObject({ status: "Deferred", timezone: "Asia/Kathmandu", timezoneSource: "trait" });
-    expect(by.bob).toMatchObject({ status: "Deferred", timezone: "Asia/Kathmandu", timezoneSource: "workspace" });
+    expect(by.bob).toMatchObject({ status: "Deferred", timezone: "Asia/Kathmandu", timezoneSource: "invalid-trait" });
     expect(by.bob.reason).toContain('the timezone trait "Mars/Olympus" is not a zone');
     expect(by.cy).toMatchObject({ timezone: "Asia/Tokyo", timezoneSource: "trait" });
     // The opening: `from` today or tomorrow in Kathmandu, at a quarter to the UTC hour.

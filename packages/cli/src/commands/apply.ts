@@ -38,7 +38,7 @@ function print(ctx: Ctx, outcomes: ApplyOutcome[], dryRun: boolean) {
 export function registerApplyCommand(program: Command) {
   program
     .command("apply")
-    .description("Create or update segments, templates, subscription groups and journeys from JSON/YAML files")
+    .description("Create or update segments, templates, subscription groups, journeys and delivery policies from JSON/YAML files")
     .requiredOption("-f, --file <path...>", "a file or a directory (walked recursively for .json, .yaml, .yml)")
     .option("--dry-run", "ask the server what would be created or updated (every check runs), without writing")
     .addHelpText(
@@ -51,7 +51,8 @@ Each document names its kind and holds the resource, as PUT /api/admin/… takes
   definition:
     entryNode: { type: Trait, id: plan, path: plan, operator: { type: Equals, value: pro } }
 
-Kinds: SubscriptionGroup, Segment, Template, Journey (written in that order). A resource is
+Kinds: SubscriptionGroup, Segment, Template, Journey, Policies (written in that order; Policies:
+the workspace's delivery policies, one document, see \`tidings policies --help\`). A resource is
 matched by its id when the document has one, else by name. A reference to another resource
 (segment, segmentId, exitSegmentId, templateId, subscriptionGroupId) may be written by name,
 resolved against these files, then the workspace:
