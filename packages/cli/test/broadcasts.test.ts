@@ -80,7 +80,7 @@ describe("tidings events send, users, broadcasts", () => {
     expect(res.status, res.stderr).toBe(0);
     const b = JSON.parse(res.stdout);
     expect(b).toMatchObject({ name: "hello-all", status: "Completed", channel: "Email" });
-    expect(b.counts).toEqual({ audience: 4, sent: 3, failed: 0, skipped: 1, pending: 0 });
+    expect(b.counts).toEqual({ audience: 4, sent: 3, failed: 0, skipped: 1, pending: 0, deferred: 0 });
     // Not a terminal: progress as plain lines on stderr, the last one the final state.
     const lines = res.stderr.trim().split("\n");
     expect(lines.at(-1)).toMatch(/^Completed\s+\[█+\]\s+100%\s+4\/4\s+sent 3 · failed 0 · skipped 1$/);

@@ -185,6 +185,7 @@ describe("tidings journeys stats|runs", () => {
       skipped: 1,
       failed: 0,
       queued: 0,
+      deferred: 0,
     });
     expect(s.versions).toEqual([{ version: 1, entered: 3, active: 0, completed: 3, converted: 0 }]);
 
@@ -192,8 +193,8 @@ describe("tidings journeys stats|runs", () => {
     expect(table.status, table.stderr).toBe(0);
     expect(table.stdout).toMatch(/^Journey "Onboarding" \([0-9a-f-]{36}\), all versions$/m);
     expect(table.stdout).toMatch(/^ENTERED\s+ACTIVE\s+COMPLETED\s+CONVERTED\n\s*3\s+0\s+3\s+0$/m);
-    expect(table.stdout).toMatch(/^NODE\s+TYPE\s+WAITING\s+REACHED\s+SENT\s+SKIPPED\s+FAILED\s+QUEUED$/m);
-    expect(table.stdout).toMatch(/^send\s+MessageNode\s+0\s+3\s+2\s+1\s+0\s+0$/m);
+    expect(table.stdout).toMatch(/^NODE\s+TYPE\s+WAITING\s+REACHED\s+SENT\s+SKIPPED\s+FAILED\s+QUEUED\s+DEFERRED$/m);
+    expect(table.stdout).toMatch(/^send\s+MessageNode\s+0\s+3\s+2\s+1\s+0\s+0\s+0$/m);
     // The exit sends nothing: its delivery columns are blank, not 0.
     expect(table.stdout).toMatch(/^ExitNode\s+\S+\s+0\s+3$/m);
     // One version only: no per-version table.
@@ -269,7 +270,7 @@ describe("tidings journeys stats|runs", () => {
     const out = await cli("journeys", "stats", "Trial nudge");
     expect(out.stdout).toMatch(/^ENTERED\s+ACTIVE\s+COMPLETED\s+CONVERTED\n\s*2\s+1\s+0\s+1$/m);
     expect(out.stdout).toMatch(/^wait\s+DelayNode\s+1\s+2$/m);
-    expect(out.stdout).toMatch(/^nudge\s+MessageNode\s+0\s+0\s+0\s+0\s+0\s+0$/m);
+    expect(out.stdout).toMatch(/^nudge\s+MessageNode\s+0\s+0\s+0\s+0\s+0\s+0\s+0$/m);
   }, 120_000);
 
   it("refuses bad input before sending (exit 2) and reports what the API says (exit 1)", async () => {

@@ -89,7 +89,11 @@ export const BroadcastCounts = z.object({
   failed: z.number().int(),
   skipped: z.number().int().describe("Unsubscribed, not subscribed, without the channel's contact point, or cancelled before sending."),
   pending: z.number().int().describe("Not yet sent (queued, waiting for a retry, deferred by a delivery policy, or in flight)."),
-  deferred: z.number().int().describe("Of `pending`: held by a delivery policy until their `notBefore`."),
+  deferred: z
+    .number()
+    .int()
+    .optional()
+    .describe("Of `pending`: held by a delivery policy until their `notBefore` (absent from servers before delivery policies)."),
 });
 
 export const BroadcastResource = z

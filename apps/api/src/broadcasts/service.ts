@@ -146,7 +146,7 @@ async function counts(prisma: PrismaClient, workspaceId: string, broadcastIds: s
   return out;
 }
 
-type Counts = Omit<BroadcastResource["counts"], "audience">;
+type Counts = Required<Omit<BroadcastResource["counts"], "audience">>;
 
 function toResource(row: Broadcast, c: Counts): BroadcastResource {
   return {

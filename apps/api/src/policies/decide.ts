@@ -16,7 +16,13 @@ export interface Candidate {
   skipWhenHeld?: boolean;
 }
 
-export type Decision = { kind: "send" } | { kind: "defer"; notBefore: number; reason: string } | { kind: "skip"; reason: string };
+/** What held a message: a frequency cap, a send window, or (skips only) its time-to-live. */
+export type HoldRule = "cap" | "window" | "ttl";
+
+export type Decision =
+  | { kind: "send" }
+  | { kind: "defer"; notBefore: number; reason: string; rule: HoldRule }
+  | { kind: "skip"; reason: string; rule: HoldRule };
 
 /** A rule applies to a message of its channel (or any) and its category (or any but transactional). */
 export function inScope(rule: { channel?: Channel; category?: string }, c: Pick<Candidate, "channel" | "category">): boolean {
@@ -33,6 +39,7 @@ interface Hold {
   until: number;
   reason: string;
   skip: boolean;
+  rule: "cap" | "window";
 }
 
 function windowHold(w: SendWindow, c: Candidate, nowMs: number): Hold | null {
@@ -42,6 +49,7 @@ function windowHold(w: SendWindow, c: Candidate, nowMs: number): Hold | null {
     until: state.opensAt,
     reason: `outside send window "${w.name}" (${w.from}–${w.to} ${c.zone}; opens ${when(state.opensAt)})`,
     skip: w.action === "skip",
+    rule: "window",
   };
 }
 
@@ -53,6 +61,7 @@ function capHold(cap: FrequencyCap, times: readonly number[], c: Candidate): Hol
     until,
     reason: `frequency cap "${cap.name}" (${cap.limit} per ${span}) reached; room at ${when(until)}`,
     skip: cap.action === "skip",
+    rule: "cap",
   };
 }
 
@@ -90,7 +99,7 @@ export function decide(
     }
     const skip = holds.find((h) => h.skip) ?? (c.skipWhenHeld ? holds[0] : undefined);
     if (skip) {
-      out.set(c.id, { kind: "skip", reason: `skipped: ${skip.reason}` });
+      out.set(c.id, { kind: "skip", reason: `skipped: ${skip.reason}`, rule: skip.rule });
       continue;
     }
     const latest = holds.reduce((a, b) => (b.until > a.until ? b : a));
@@ -98,8 +107,8 @@ export function decide(
     out.set(
       c.id,
       latest.until > expires
-        ? { kind: "skip", reason: `held past its time-to-live (${when(expires)}): ${latest.reason}` }
-        : { kind: "defer", notBefore: latest.until, reason: `held: ${latest.reason}` },
+        ? { kind: "skip", reason: `held past its time-to-live (${when(expires)}): ${latest.reason}`, rule: "ttl" }
+        : { kind: "defer", notBefore: latest.until, reason: `held: ${latest.reason}`, rule: latest.rule },
     );
   }
   return out;

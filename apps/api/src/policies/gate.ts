@@ -6,7 +6,7 @@
 import type { Channel, Policies } from "@tidings/schema";
 import type pg from "pg";
 import { sql } from "../db/sql.ts";
-import { type Candidate, countKey, type Decision, decide, inScope } from "./decide.ts";
+import { type Candidate, countKey, type Decision, decide, type HoldRule, inScope } from "./decide.ts";
 import { capWindowStart, type UserZone, userZone } from "./zones.ts";
 
 /** A claimed message as the gate needs it. */
@@ -27,15 +27,13 @@ export interface GateResult {
   /** The ids that go now, with the zone the rules used (recorded when they are marked). */
   send: Map<string, { timezone: string; timezoneSource: string }>;
   /** Counts for the metrics: held (by reason kind), released, skipped (expired or a skip rule). */
-  deferred: { channel: Channel; rule: "cap" | "window" }[];
+  deferred: { channel: Channel; rule: HoldRule }[];
   released: Channel[];
-  skipped: { channel: Channel; rule: "cap" | "window" | "ttl" }[];
+  skipped: { channel: Channel; rule: HoldRule }[];
 }
 
 /** Two-key advisory lock space of the users' decisions (the second key is hashtext(workspace:user)). */
 const USER_LOCK_SPACE = 0x74647063; // "tdpc"
-
-const ruleKind = (reason: string): "cap" | "window" => (reason.includes("frequency cap") ? "cap" : "window");
 
 /**
  * Decides the claimed rows of one workspace; `db` is the claim's transaction (the rows are
@@ -70,8 +68,8 @@ export async function gate(
     if (d.kind === "send") {
       result.send.set(r.id, zoneOf(zones.get(r.userId)!));
       if (r.wasDeferred) result.released.push(r.channel);
-    } else if (d.kind === "defer") result.deferred.push({ channel: r.channel, rule: ruleKind(d.reason) });
-    else result.skipped.push({ channel: r.channel, rule: d.reason.startsWith("held past") ? "ttl" : ruleKind(d.reason) });
+    } else if (d.kind === "defer") result.deferred.push({ channel: r.channel, rule: d.rule });
+    else result.skipped.push({ channel: r.channel, rule: d.rule });
   }
   return result;
 }

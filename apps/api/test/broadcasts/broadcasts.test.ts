@@ -64,7 +64,7 @@ describe("broadcasts", () => {
     expect(b).toMatchObject({
       status: "Completed",
       channel: "Webhook",
-      counts: { audience: 80, sent: 80, failed: 0, skipped: 0, pending: 0 },
+      counts: { audience: 80, sent: 80, failed: 0, skipped: 0, pending: 0, deferred: 0 },
     });
     expect(b.startedAt).toBeLessThanOrEqual(b.completedAt);
     const mine = received.slice(before);
@@ -105,7 +105,7 @@ describe("broadcasts", () => {
     });
     expect(res.status, res.text).toBe(202);
     const b = await broadcastEnd(w, res.body.broadcastId, 30_000);
-    expect(b).toMatchObject({ status: "Completed", counts: { audience: n, sent: n, failed: 0, skipped: 0, pending: 0 } });
+    expect(b).toMatchObject({ status: "Completed", counts: { audience: n, sent: n, failed: 0, skipped: 0, pending: 0, deferred: 0 } });
     const mine = received.slice(before).filter((m) => JSON.parse(m.body).tag === "big");
     expect(mine).toHaveLength(n);
     expect(new Set(mine.map((m) => JSON.parse(m.body).user)).size).toBe(n);
@@ -140,7 +140,7 @@ describe("broadcasts", () => {
       })),
     });
     const b = await broadcastEnd(w, row.id);
-    expect(b).toMatchObject({ status: "Completed", counts: { audience: 30, sent: 30, failed: 0, skipped: 0, pending: 0 } });
+    expect(b).toMatchObject({ status: "Completed", counts: { audience: 30, sent: 30, failed: 0, skipped: 0, pending: 0, deferred: 0 } });
     const mine = received.slice(before).filter((m) => JSON.parse(m.body).tag === "cut");
     expect(mine.map((m) => JSON.parse(m.body).user).sort()).toEqual(Array.from({ length: 30 }, (_, i) => `user-${i}`).sort());
   });
@@ -162,7 +162,7 @@ describe("broadcasts", () => {
       },
     });
     const b = await broadcastEnd(w, res.broadcastId);
-    expect(b.counts).toEqual({ audience: 6, sent: 3, failed: 0, skipped: 3, pending: 0 });
+    expect(b.counts).toEqual({ audience: 6, sent: 3, failed: 0, skipped: 3, pending: 0, deferred: 0 });
     const skipped = await w.admin("GET", `/api/admin/deliveries?broadcastId=${b.id}&status=Skipped`);
     expect(skipped.items.map((d: { userId: string; reason: string }) => [d.userId, d.reason]).sort()).toEqual([
       ["user-0", "unsubscribed"],

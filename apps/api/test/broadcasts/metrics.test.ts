@@ -105,7 +105,7 @@ describe("broadcast metrics", () => {
       release();
 
       const b = await broadcastEnd(w, res.broadcastId);
-      expect(b.counts).toEqual({ audience: 5, sent: 4, failed: 0, skipped: 1, pending: 0 });
+      expect(b.counts).toEqual({ audience: 5, sent: 4, failed: 0, skipped: 1, pending: 0, deferred: 0 });
     } finally {
       gate = null;
       release();

@@ -109,7 +109,7 @@ describe("broadcasts across processes", () => {
       "sent more than twice",
     ).toEqual([]);
     const counts = (await call(api, ws.adminApiKey, "GET", `/api/admin/broadcasts/${first.broadcastId}`)).counts;
-    expect(counts).toEqual({ audience: USERS, sent: USERS, failed: 0, skipped: 0, pending: 0 });
+    expect(counts).toEqual({ audience: USERS, sent: USERS, failed: 0, skipped: 0, pending: 0, deferred: 0 });
 
     // Two workers share the next broadcast; nobody gets it twice.
     const second = await startServer(dir, { ...env, TIDINGS_ROLE: "worker" });

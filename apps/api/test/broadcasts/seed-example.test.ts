@@ -76,7 +76,7 @@ describe("the interface spec's broadcast example (MobilePush through Expo)", () 
       status: "Completed",
       channel: "MobilePush",
       subscriptionGroupId: group.id,
-      counts: { audience: 5, sent: 2, failed: 1, skipped: 2, pending: 0 },
+      counts: { audience: 5, sent: 2, failed: 1, skipped: 2, pending: 0, deferred: 0 },
     });
 
     // What Expo received: the three members with a token who did not unsubscribe, in requests of

@@ -98,7 +98,7 @@ describe("slow providers", () => {
     const b = await broadcastEnd(w, res.broadcastId, 90_000);
     sampling = false;
     await sampler;
-    expect(b.counts).toEqual({ audience: 500, sent: 500, failed: 0, skipped: 0, pending: 0 });
+    expect(b.counts).toEqual({ audience: 500, sent: 500, failed: 0, skipped: 0, pending: 0, deferred: 0 });
     expect(maxChunks, "chunks in flight at once (one per sender)").toBeGreaterThan(1);
     expect(maxChunks, "chunks in flight at once (one per sender)").toBeLessThanOrEqual(4);
     expect(hooks.size).toBe(500);
@@ -117,7 +117,7 @@ describe("slow providers", () => {
       messageTemplateDefinition: { type: "Email", from: "news@example.test", subject: "Hi {{ user.id }}", body: "<p>Hello</p>" },
     });
     const b = await broadcastEnd(w, res.broadcastId, 90_000);
-    expect(b.counts).toEqual({ audience: 150, sent: 150, failed: 0, skipped: 0, pending: 0 });
+    expect(b.counts).toEqual({ audience: 150, sent: 150, failed: 0, skipped: 0, pending: 0, deferred: 0 });
     expect(mails.size).toBe(150);
     expect(
       [...mails.values()].filter((n) => n > 1),

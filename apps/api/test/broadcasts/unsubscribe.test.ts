@@ -74,7 +74,7 @@ describe("unsubscribe links of an Email broadcast", () => {
     ]);
     group = await w.admin("PUT", "/api/admin/subscription-groups", { name: "Weekly <news> & tips", channel: "Email", type: "OptOut" });
     first = await broadcast(w, "weekly-1", group.id);
-    expect(first.counts).toEqual({ audience: 3, sent: 3, failed: 0, skipped: 0, pending: 0 });
+    expect(first.counts).toEqual({ audience: 3, sent: 3, failed: 0, skipped: 0, pending: 0, deferred: 0 });
   });
 
   it("carries a link that shows a confirmation page, and a one-click POST unsubscribes; the next broadcast skips the user", async () => {
@@ -116,7 +116,7 @@ describe("unsubscribe links of an Email broadcast", () => {
     expect(after.items).toEqual([{ userId: "ben", subscribed: false, updatedAt: expect.any(Number) }]);
 
     const second = await broadcast(w, "weekly-2", group.id);
-    expect(second.counts).toEqual({ audience: 3, sent: 2, failed: 0, skipped: 1, pending: 0 });
+    expect(second.counts).toEqual({ audience: 3, sent: 2, failed: 0, skipped: 1, pending: 0, deferred: 0 });
     expect(await deliveryRow(second.id, "ben")).toMatchObject({ status: "Skipped", reason: "unsubscribed", rendered: null });
     expect(await deliveryRow(second.id, "amy")).toMatchObject({ status: "Sent" });
   });

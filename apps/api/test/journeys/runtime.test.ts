@@ -67,7 +67,7 @@ describe("entries", () => {
     const stats = await w.stats(j.id);
     expect(stats).toMatchObject({ entered: 3, active: 0, completed: 3, converted: 0 });
     expect(stats.nodes).toEqual([
-      { id: "hello", type: "MessageNode", waiting: 0, reached: 3, sent: 3, skipped: 0, failed: 0, queued: 0 },
+      { id: "hello", type: "MessageNode", waiting: 0, reached: 3, sent: 3, skipped: 0, failed: 0, queued: 0, deferred: 0 },
       { id: "ExitNode", type: "ExitNode", waiting: 0, reached: 3 },
     ]);
   });

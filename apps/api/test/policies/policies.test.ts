@@ -299,9 +299,12 @@ describe("provider rates", () => {
     await waitFor(deliveries, (ds) => ds.length === 16 && ds.every((d) => d.status === "Sent"), 20_000);
     const times = [...got("/paced").values()].sort((a, b) => a - b);
     expect(times).toHaveLength(16);
+    // Spread at the rate: 16 messages take (16 − 1) turns of ~255 ms. Any second (sliding) holds at
+    // most the rate, give or take one message whose request a loaded test machine sent late after
+    // its turn (the next one still goes at its own turn).
     const busiest = Math.max(...times.map((t0) => times.filter((x) => x >= t0 && x < t0 + 1000).length));
-    expect(busiest).toBeLessThanOrEqual(4);
-    expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(2500);
+    expect(busiest).toBeLessThanOrEqual(5);
+    expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(3300);
   });
 });
 

@@ -184,7 +184,7 @@ describe("the database goes away and comes back", () => {
       })
       .toBe("Completed");
     const counts = (await call(server, ws.adminApiKey, "GET", `/api/admin/broadcasts/${broadcast.broadcastId}`)).counts;
-    expect(counts).toEqual({ audience: MEMBERS, sent: MEMBERS, failed: 0, skipped: 0, pending: 0 });
+    expect(counts).toEqual({ audience: MEMBERS, sent: MEMBERS, failed: 0, skipped: 0, pending: 0, deferred: 0 });
     expect([...hooks.values()].flat().sort()).toEqual([...members].sort());
     expect(
       [...hooks.entries()].filter(([, users]) => users.length > 1),

@@ -156,6 +156,7 @@ describe("faults with replicas", () => {
       failed: 0,
       skipped: 0,
       pending: 0,
+      deferred: 0,
     });
     const broadcastResent = expectOnceAfterKill(broadcastGot, await broadcastDeliveries(), members, b.atKill, b.sendingAtKill);
     // Messages the dead worker had out and never recorded went again, under their ids (checked

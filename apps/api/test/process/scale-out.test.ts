@@ -254,7 +254,7 @@ describe("scale-out: two api and two worker processes on one PostgreSQL", () => 
         "the broadcast completes",
       );
       const counts = (await admin("GET", `/api/admin/broadcasts/${broadcast.broadcastId}`)).counts;
-      expect(counts).toEqual({ audience: USERS, sent: USERS, failed: 0, skipped: 0, pending: 0 });
+      expect(counts).toEqual({ audience: USERS, sent: USERS, failed: 0, skipped: 0, pending: 0, deferred: 0 });
       const broadcastDeliveries = await listAll(apis[0]!, ws.adminApiKey, `/api/admin/deliveries?broadcastId=${broadcast.broadcastId}`);
 
       for (const [source, deliveries, audience] of [

@@ -65,7 +65,7 @@ describe("DELETE /api/admin/users/:userId and deliveries", () => {
     ]);
     const first = await broadcast(w, "first");
     const second = await broadcast(w, "second");
-    for (const b of [first, second]) expect(b.counts).toEqual({ audience: 3, sent: 2, failed: 0, skipped: 1, pending: 0 });
+    for (const b of [first, second]) expect(b.counts).toEqual({ audience: 3, sent: 2, failed: 0, skipped: 1, pending: 0, deferred: 0 });
 
     // Before: zoe's rows name her.
     const zoeRows = (await Promise.all([first, second].map((b) => rowsOf(b.id)))).flat().filter((r) => r.user_id === "zoe-1234");
@@ -135,7 +135,7 @@ describe("DELETE /api/admin/users/:userId and deliveries", () => {
       messageTemplateDefinition: { type: "MobilePush", title: "Hi {{ user.name }}", body: "News" },
     });
     const b = await broadcastEnd(w, res.broadcastId);
-    expect(b.counts).toEqual({ audience: 2, sent: 1, failed: 1, skipped: 0, pending: 0 });
+    expect(b.counts).toEqual({ audience: 2, sent: 1, failed: 1, skipped: 0, pending: 0, deferred: 0 });
     const before = (await rowsOf(b.id)).find((r) => r.user_id === "zoe-1234")!;
     expect(before).toMatchObject({ status: "Failed", contact: zoeToken });
     expect(before.reason).toMatch(/^DeviceNotRegistered: /);
