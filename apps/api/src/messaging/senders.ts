@@ -199,12 +199,19 @@ export class SendJobs {
     return "more"; // for a successor here or in another process (or the tick, once the database is back)
   }
 
-  /** Nothing due now: the stream is drained, or a sender is scheduled for its next retry. */
+  /**
+   * Nothing due now: the stream is drained, or its senders are scheduled for the next due moment
+   * (a retry, deferred messages' release, a local-time send) — all of its slots, since what falls
+   * due then may be a whole audience (one for a paced stream).
+   */
   private async idle(source: DeliverySource, workspaceId: string, stream: StreamRef, p: SendPayload) {
     const next = await nextDue(this.o.pool, workspaceId, stream, this.o.leaseSeconds);
     if (!next) await source.drained?.(workspaceId, stream.id);
-    else if (next.getTime() > Date.now())
-      await this.o.jobs.add(SEND_TASK, { ...p, slot: 0 }, { key: jobKey({ ...p, slot: 0 }), runAt: next, keyMode: "preserve_run_at" });
+    else if (next.getTime() > Date.now()) {
+      const paced = (await source.settings(workspaceId, stream.id))?.rateLimitPerSecond != null;
+      for (let slot = 0; slot < (paced ? 1 : SENDERS); slot++)
+        await this.o.jobs.add(SEND_TASK, { ...p, slot }, { key: jobKey({ ...p, slot }), runAt: next, keyMode: "preserve_run_at" });
+    }
   }
 
   /** Gives a sender to every active stream with work due and no live sender; reports drained ones. */

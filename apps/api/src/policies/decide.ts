@@ -42,8 +42,13 @@ interface Hold {
   rule: "cap" | "window";
 }
 
-function windowHold(w: SendWindow, c: Candidate, nowMs: number): Hold | null {
-  const state = windowAt(nowMs, c.zone, w);
+/** A window's state at one instant, per zone: the same for every message of a chunk in that zone. */
+type WindowStates = Map<string, ReturnType<typeof windowAt>>;
+
+function windowHold(w: SendWindow, index: number, c: Candidate, nowMs: number, states: WindowStates): Hold | null {
+  const key = `${index}\u0000${c.zone}`;
+  let state = states.get(key);
+  if (!state) states.set(key, (state = windowAt(nowMs, c.zone, w)));
   if (state.open) return null;
   return {
     until: state.opensAt,
@@ -80,12 +85,13 @@ export function decide(
   counted: Map<string, number[]>,
   nowMs: number,
 ): Map<string, Decision> {
+  const states: WindowStates = new Map();
   const out = new Map<string, Decision>();
   for (const c of candidates) {
     const caps = p.frequencyCaps.map((cap, i) => ({ cap, i })).filter(({ cap }) => inScope(cap, c));
     const holds: Hold[] = [];
-    for (const w of p.sendWindows) {
-      const h = inScope(w, c) ? windowHold(w, c, nowMs) : null;
+    for (const [index, w] of p.sendWindows.entries()) {
+      const h = inScope(w, c) ? windowHold(w, index, c, nowMs, states) : null;
       if (h) holds.push(h);
     }
     for (const { cap, i } of caps) {

@@ -85,27 +85,41 @@ async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string,
      FROM (SELECT id FROM unnest(${users}::text[]) AS id ORDER BY id) u`,
   );
   const pairs = new Map<string, { user: string; cap: number; since: number }>();
+  // Where each cap's window starts, per zone (the same for every user of the zone at this instant).
+  const starts = new Map<string, number>();
+  const since = (cap: number, zone: string) => {
+    const key = `${cap}\u0000${zone}`;
+    let at = starts.get(key);
+    if (at === undefined) starts.set(key, (at = capWindowStart(nowMs, zone, p.frequencyCaps[cap]!.window)));
+    return at;
+  };
   for (const c of candidates) {
     p.frequencyCaps.forEach((cap, i) => {
       if (inScope(cap, c) && !pairs.has(countKey(c.userId, i)))
-        pairs.set(countKey(c.userId, i), { user: c.userId, cap: i, since: capWindowStart(nowMs, c.zone, cap.window) });
+        pairs.set(countKey(c.userId, i), { user: c.userId, cap: i, since: since(i, c.zone) });
     });
   }
   const list = [...pairs.values()];
   const counted = new Map<string, number[]>();
   if (list.length === 0) return counted;
   const caps = p.frequencyCaps;
+  const earliest = new Date(Math.min(...list.map((x) => x.since))).toISOString();
+  // The chunk's users' counted sends read once (an index lookup per user; this chunk's own rows,
+  // Sending in this transaction, left out by a hash anti-join), then shared out to the caps.
   const { rows } = await db.query<{ user_id: string; cap: number; times: number[] }>(
-    sql`SELECT c.user_id, c.cap, (array_agg((extract(epoch FROM coalesce(d.sent_at, d.due_at)) * 1000)::float8
-         ORDER BY coalesce(d.sent_at, d.due_at) DESC))[1:c.lim] AS times
+    sql`WITH sent AS (
+       SELECT d.user_id, d.channel::text AS channel, d.category, coalesce(d.sent_at, d.due_at) AS at
+       FROM deliveries d
+       LEFT JOIN unnest(${candidates.map((x) => x.id)}::uuid[]) AS mine(id) ON mine.id = d.id
+       WHERE d.workspace_id = ${workspaceId} AND d.user_id = ANY(${users}::text[]) AND mine.id IS NULL
+         AND d.status IN ('Sent', 'Sending') AND coalesce(d.sent_at, d.due_at) >= ${earliest}::timestamptz)
+     SELECT c.user_id, c.cap, (array_agg((extract(epoch FROM s.at) * 1000)::float8 ORDER BY s.at DESC))[1:c.lim] AS times
      FROM unnest(${list.map((x) => x.user)}::text[], ${list.map((x) => x.cap)}::int[], ${list.map((x) => new Date(x.since).toISOString())}::timestamptz[],
        ${list.map((x) => caps[x.cap]!.channel ?? null)}::text[], ${list.map((x) => caps[x.cap]!.category ?? null)}::text[],
        ${list.map((x) => caps[x.cap]!.limit)}::int[]) AS c(user_id, cap, since, channel, category, lim)
-     JOIN deliveries d ON d.workspace_id = ${workspaceId} AND d.user_id = c.user_id
-       AND (d.status = 'Sent' OR (d.status = 'Sending' AND d.id <> ALL(${candidates.map((x) => x.id)}::uuid[])))
-       AND coalesce(d.sent_at, d.due_at) >= c.since
-       AND (c.channel IS NULL OR d.channel::text = c.channel)
-       AND CASE WHEN c.category IS NULL THEN d.category IS DISTINCT FROM 'transactional' ELSE d.category = c.category END
+     JOIN sent s ON s.user_id = c.user_id AND s.at >= c.since
+       AND (c.channel IS NULL OR s.channel = c.channel)
+       AND CASE WHEN c.category IS NULL THEN s.category IS DISTINCT FROM 'transactional' ELSE s.category = c.category END
      GROUP BY c.user_id, c.cap, c.lim`,
   );
   for (const r of rows) counted.set(countKey(r.user_id, r.cap), r.times);

@@ -14,10 +14,21 @@ export interface UserZone {
   invalidTrait?: string;
 }
 
+const validity = new Map<string, boolean>();
+/** Whether `zone` is an IANA zone (remembered: a chunk's users share a few zones). */
+function isZone(zone: string): boolean {
+  let valid = validity.get(zone);
+  if (valid === undefined) {
+    if (validity.size > 10_000) validity.clear();
+    validity.set(zone, (valid = IANAZone.isValidZone(zone)));
+  }
+  return valid;
+}
+
 /** The user's zone: the `timezone` trait (IANA), else the workspace's default, else UTC. */
 export function userZone(traits: Record<string, unknown>, workspaceDefault: string | undefined): UserZone {
   const trait = traits.timezone;
-  if (typeof trait === "string" && trait !== "" && IANAZone.isValidZone(trait)) return { zone: trait, source: "trait" };
+  if (typeof trait === "string" && trait !== "" && isZone(trait)) return { zone: trait, source: "trait" };
   const invalidTrait = trait === undefined || trait === null || trait === "" ? undefined : String(trait).slice(0, 64);
   const fallback: UserZone = workspaceDefault ? { zone: workspaceDefault, source: "workspace" } : { zone: "UTC", source: "utc" };
   return invalidTrait === undefined ? fallback : { ...fallback, invalidTrait };
