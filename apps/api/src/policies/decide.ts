@@ -1,6 +1,7 @@
 // The decision for a chunk of claimed messages, in the order they were queued: send, hold until a
 // time (Deferred), or skip — from the workspace's rules, each user's zone and the sends each cap
 // already counts (read by gate.ts under the users' locks). Pure: the same inputs, the same answer.
+import { remember } from "../lib/remember.ts";
 import { type Channel, DEFAULT_TTL_SECONDS, type FrequencyCap, type Policies, type SendWindow, TRANSACTIONAL } from "@tidings/schema";
 import { capFreesAt, windowAt } from "./zones.ts";
 
@@ -46,9 +47,7 @@ interface Hold {
 type WindowStates = Map<string, ReturnType<typeof windowAt>>;
 
 function windowHold(w: SendWindow, index: number, c: Candidate, nowMs: number, states: WindowStates): Hold | null {
-  const key = `${index}\u0000${c.zone}`;
-  let state = states.get(key);
-  if (!state) states.set(key, (state = windowAt(nowMs, c.zone, w)));
+  const state = remember(states, `${index}\u0000${c.zone}`, () => windowAt(nowMs, c.zone, w));
   if (state.open) return null;
   return {
     until: state.opensAt,

@@ -3,6 +3,7 @@
 // frequency cap counts (Sent, and Sending rows other chunks already decided), decides (decide.ts)
 // and records every held or skipped message with its reason and notBefore, and every message's
 // zone. Exact under concurrency: a user's next decision waits for this one's commit and sees it.
+import { remember } from "../lib/remember.ts";
 import type { Channel, Policies } from "@tidings/schema";
 import type pg from "pg";
 import { sql } from "../db/sql.ts";
@@ -87,12 +88,8 @@ async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string,
   const pairs = new Map<string, { user: string; cap: number; since: number }>();
   // Where each cap's window starts, per zone (the same for every user of the zone at this instant).
   const starts = new Map<string, number>();
-  const since = (cap: number, zone: string) => {
-    const key = `${cap}\u0000${zone}`;
-    let at = starts.get(key);
-    if (at === undefined) starts.set(key, (at = capWindowStart(nowMs, zone, p.frequencyCaps[cap]!.window)));
-    return at;
-  };
+  const since = (cap: number, zone: string) =>
+    remember(starts, `${cap}\u0000${zone}`, () => capWindowStart(nowMs, zone, p.frequencyCaps[cap]!.window));
   for (const c of candidates) {
     p.frequencyCaps.forEach((cap, i) => {
       if (inScope(cap, c) && !pairs.has(countKey(c.userId, i)))

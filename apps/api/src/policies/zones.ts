@@ -2,6 +2,7 @@
 // a send window is open at an instant, when it next opens, and when a frequency cap's window
 // lets a counted send go. Local times that do not exist (the hour skipped when clocks go forward)
 // move forward to the first one that does; a window across midnight belongs to the day it opens.
+import { remember } from "../lib/remember.ts";
 import type { CapWindow, SendWindow, Weekday } from "@tidings/schema";
 import { DateTime, IANAZone } from "luxon";
 
@@ -17,12 +18,8 @@ export interface UserZone {
 const validity = new Map<string, boolean>();
 /** Whether `zone` is an IANA zone (remembered: a chunk's users share a few zones). */
 function isZone(zone: string): boolean {
-  let valid = validity.get(zone);
-  if (valid === undefined) {
-    if (validity.size > 10_000) validity.clear();
-    validity.set(zone, (valid = IANAZone.isValidZone(zone)));
-  }
-  return valid;
+  if (validity.size > 10_000) validity.clear();
+  return remember(validity, zone, () => IANAZone.isValidZone(zone));
 }
 
 /** The user's zone: the `timezone` trait (IANA), else the workspace's default, else UTC. */
