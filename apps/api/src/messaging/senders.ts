@@ -17,6 +17,8 @@ const SEND_TASK = "deliveries.send";
 const TICK_TASK = "deliveries.tick";
 /** Parallel senders of an unpaced stream. */
 const SENDERS = 4;
+/** A first chunk this large means a backlog: slot 0 wakes the stream's other senders. */
+const BACKLOG = 100;
 /** How long a sender claims chunks before it yields its job slot (a chunk under way finishes). */
 const SLICE_MS = 5000;
 /** Two-key advisory lock space of the senders' slots (the second key is hashtext(kind:workspace:id:slot)). */
@@ -27,6 +29,8 @@ interface SendPayload {
   workspaceId: string;
   id: string;
   slot: number;
+  /** Scheduled for a due moment (a retry, a release): a backlog found then wakes the other slots. */
+  due?: true;
 }
 
 export interface SendJobsOptions {
@@ -169,7 +173,7 @@ export class SendJobs {
       );
       if (!rows[0]?.ok) return;
       try {
-        next = await this.slice(source, p.workspaceId, stream, () => lost !== undefined || stopping?.aborted === true);
+        next = await this.slice(source, p, stream, () => lost !== undefined || stopping?.aborted === true);
       } finally {
         await client.query(sql`SELECT pg_advisory_unlock(${SLOT_LOCK_SPACE}, hashtext(${slotKey(p)}))`).catch((err: Error) => {
           lost ??= err; // dropping the connection frees the lock
@@ -182,36 +186,41 @@ export class SendJobs {
     // After the slot is free, so the successor can take it. Should this fail, the tick revives the stream.
     if (next === "more")
       await this.o.jobs
-        .add(SEND_TASK, p, { key: jobKey(p) })
+        .add(SEND_TASK, { kind: p.kind, workspaceId: p.workspaceId, id: p.id, slot: p.slot }, { key: jobKey(p) })
         .catch((err) => this.o.log("warn", `re-queueing a sender failed: ${errorText(err)}`));
     else if (next === "idle") await this.idle(source, p.workspaceId, stream, p);
   }
 
-  /** Chunks until nothing is due, the slice is over, or `stop()` holds (the lock is lost, the process stops). */
-  private async slice(source: DeliverySource, workspaceId: string, stream: StreamRef, stop: () => boolean) {
+  /**
+   * Chunks until nothing is due, the slice is over, or `stop()` holds (the lock is lost, the process
+   * stops). The sender scheduled for a due moment that finds a backlog there (a release of deferred
+   * messages, a local-time send) wakes the stream's other slots.
+   */
+  private async slice(source: DeliverySource, p: SendPayload, stream: StreamRef, stop: () => boolean) {
     const until = Date.now() + SLICE_MS;
+    let woken = p.due !== true;
     while (!stop()) {
-      const settings = await source.settings(workspaceId, stream.id);
+      const settings = await source.settings(p.workspaceId, stream.id);
       if (!settings) return "stopped";
-      if ((await this.o.deliverer.deliverChunk(workspaceId, stream, settings)) === 0) return "idle";
+      const picked = await this.o.deliverer.deliverChunk(p.workspaceId, stream, settings);
+      if (picked === 0) return "idle";
+      if (!woken && picked >= BACKLOG) await this.wake(source.kind, p.workspaceId, p.id, settings.rateLimitPerSecond !== null);
+      woken = true;
       if (Date.now() >= until) return "more";
     }
     return "more"; // for a successor here or in another process (or the tick, once the database is back)
   }
 
-  /**
-   * Nothing due now: the stream is drained, or its senders are scheduled for the next due moment
-   * (a retry, deferred messages' release, a local-time send) — all of its slots, since what falls
-   * due then may be a whole audience (one for a paced stream).
-   */
+  /** Nothing due now: the stream is drained, or a sender is scheduled for its next due moment (a retry, a release). */
   private async idle(source: DeliverySource, workspaceId: string, stream: StreamRef, p: SendPayload) {
     const next = await nextDue(this.o.pool, workspaceId, stream, this.o.leaseSeconds);
     if (!next) await source.drained?.(workspaceId, stream.id);
-    else if (next.getTime() > Date.now()) {
-      const paced = (await source.settings(workspaceId, stream.id))?.rateLimitPerSecond != null;
-      for (let slot = 0; slot < (paced ? 1 : SENDERS); slot++)
-        await this.o.jobs.add(SEND_TASK, { ...p, slot }, { key: jobKey({ ...p, slot }), runAt: next, keyMode: "preserve_run_at" });
-    }
+    else if (next.getTime() > Date.now())
+      await this.o.jobs.add(
+        SEND_TASK,
+        { ...p, slot: 0, due: true },
+        { key: jobKey({ ...p, slot: 0 }), runAt: next, keyMode: "preserve_run_at" },
+      );
   }
 
   /** Gives a sender to every active stream with work due and no live sender; reports drained ones. */
