@@ -2,13 +2,14 @@
 // PostgreSQL with the server as its own process (bench/support.ts), a webhook receiver here:
 //  1. throughput: a broadcast to BENCH_POLICY_MEMBERS (default 50 000) with three frequency caps
 //     and a send window active, none binding, ÷ the same broadcast without policies — interleaved,
-//     two rounds, median (target ≥ 0.9);
+//     BENCH_POLICY_ROUNDS rounds (default 3), median (target ≥ 0.9);
 //  2. a release: BENCH_RELEASE_MEMBERS (default 100 000) messages Deferred by a send window that
 //     opens at the next full minute, paced by a Webhook provider rate of BENCH_RELEASE_RATE/s
-//     (default 5 000): the busiest second after the opening (target ≤ the rate) and the whole
+//     (default 1 000): the busiest second after the opening (target ≤ the rate) and the whole
 //     release against the ideal (messages ÷ rate; target within 10 %);
 //  3. lateness: 2 000 users each over a "1 per 15 s" cap — each deferred message's arrival minus
 //     its notBefore, p99 (target ≤ 5 s).
+// BENCH_POLICY_PARTS=release (or throughput, lateness; comma-separated) runs only those parts.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import pg from "pg";
@@ -16,9 +17,16 @@ import { SIGNING_SECRET, startBenchServer, summaryLine as line } from "./support
 
 const MEMBERS = Number(process.env.BENCH_POLICY_MEMBERS ?? 50_000);
 const RELEASE = Number(process.env.BENCH_RELEASE_MEMBERS ?? 100_000);
-const RATE = Number(process.env.BENCH_RELEASE_RATE ?? 5_000);
+// 1 000/s: above every documented provider rate but FCM's (docs/policies.md). At 5 000/s, this
+// 2-core machine, running the receiver and PostgreSQL too, sends about 4 000/s: the machine, not the
+// pacing, would be measured.
+const RATE = Number(process.env.BENCH_RELEASE_RATE ?? 1_000);
 const LATE_USERS = 2_000;
 const CAP_SECONDS = 15;
+/** Which parts run (default all; e.g. BENCH_POLICY_PARTS=release while working on one). */
+/** Interleaved rounds of the throughput comparison (the median is the figure). */
+const ROUNDS = Number(process.env.BENCH_POLICY_ROUNDS ?? 3);
+const PARTS = new Set((process.env.BENCH_POLICY_PARTS ?? "throughput,release,lateness").split(","));
 
 /** A receiver remembering, per path, when each webhook-id first arrived (Date.now()). */
 function receiver() {
@@ -94,82 +102,96 @@ async function main() {
       }
     };
 
+    const results: [string, string, string, boolean][] = [];
+
     // 1. Throughput with rules that never bind, against none.
-    const none = { frequencyCaps: [], sendWindows: [] };
-    const rules = {
-      frequencyCaps: [
-        { name: "hundred a day", limit: 100, window: { days: 1 } },
-        { name: "fifty an hour", limit: 50, window: { seconds: 3600 }, channel: "Webhook" },
-        { name: "promos", limit: 20, window: { days: 7 }, category: "promo" },
-      ],
-      sendWindows: [{ name: "all day", from: "00:00", to: "24:00" }],
-    };
-    await admin("PUT", "/api/admin/policies", none);
-    const warm = await execute("/warm", 100);
-    await until(async () => (await count(warm, ["Sent"])) === 100, 60_000, "warm-up");
-    const rate = async (policies: unknown, path: string) => {
-      await admin("PUT", "/api/admin/policies", policies);
-      await execute(path, MEMBERS);
-      await until(async () => hooks.at(path).size >= MEMBERS, 300_000, `${path} sent`);
-      const times = [...hooks.at(path).values()];
-      return MEMBERS / ((Math.max(...times) - Math.min(...times)) / 1000);
-    };
-    const ratios: number[] = [];
-    for (let round = 0; round < 2; round++) {
-      const plain = await rate(none, `/plain-${round}`);
-      const capped = await rate(rules, `/capped-${round}`);
-      console.log(
-        `round ${round + 1}: without policies ${plain.toFixed(0)}/s, with ${capped.toFixed(0)}/s, ratio ${(capped / plain).toFixed(2)}`,
-      );
-      ratios.push(capped / plain);
+    if (PARTS.has("throughput")) {
+      const none = { frequencyCaps: [], sendWindows: [] };
+      const rules = {
+        frequencyCaps: [
+          { name: "hundred a day", limit: 100, window: { days: 1 } },
+          { name: "fifty an hour", limit: 50, window: { seconds: 3600 }, channel: "Webhook" },
+          { name: "promos", limit: 20, window: { days: 7 }, category: "promo" },
+        ],
+        sendWindows: [{ name: "all day", from: "00:00", to: "24:00" }],
+      };
+      await admin("PUT", "/api/admin/policies", none);
+      const warm = await execute("/warm", 100);
+      await until(async () => (await count(warm, ["Sent"])) === 100, 60_000, "warm-up");
+      const rate = async (policies: unknown, path: string) => {
+        await admin("PUT", "/api/admin/policies", policies);
+        await execute(path, MEMBERS);
+        await until(async () => hooks.at(path).size >= MEMBERS, 300_000, `${path} sent`);
+        const times = [...hooks.at(path).values()];
+        return MEMBERS / ((Math.max(...times) - Math.min(...times)) / 1000);
+      };
+      const ratios: number[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const plain = await rate(none, `/plain-${round}`);
+        const capped = await rate(rules, `/capped-${round}`);
+        console.log(
+          `round ${round + 1}: without policies ${plain.toFixed(0)}/s, with ${capped.toFixed(0)}/s, ratio ${(capped / plain).toFixed(2)}`,
+        );
+        ratios.push(capped / plain);
+      }
+      const ratio = median(ratios);
+      results.push(["3 caps + a window, none binding ÷ no policies", ratio.toFixed(2), "≥ 0.9", ratio >= 0.9]);
     }
 
     // 2. A release at a window's opening, paced by the provider rate.
-    const opening = Math.ceil((Date.now() + 60_000) / 60_000) * 60_000;
-    await admin("PUT", "/api/admin/policies", {
-      sendWindows: [{ name: "from the opening", from: hhmm(opening), to: hhmm(opening + 3 * 3600_000) }],
-      providerRates: [{ provider: "Webhook", perSecond: RATE }],
-    });
-    const held = await execute("/release", RELEASE);
-    await until(
-      async () => (await count(held, ["Deferred"])) === RELEASE,
-      opening - Date.now() - 1000,
-      "every message deferred before the opening",
-    );
-    console.log(`release: ${RELEASE} deferred, ${((opening - Date.now()) / 1000).toFixed(0)} s before the opening`);
-    await until(async () => hooks.at("/release").size >= RELEASE, 600_000, "the release");
-    const arrivals = [...hooks.at("/release").values()];
-    const perSecond = new Map<number, number>();
-    for (const t of arrivals) perSecond.set(Math.floor((t - opening) / 1000), (perSecond.get(Math.floor((t - opening) / 1000)) ?? 0) + 1);
-    const busiest = Math.max(...perSecond.values());
-    const took = (Math.max(...arrivals) - opening) / 1000;
-    const ideal = RELEASE / RATE;
-    const early = arrivals.filter((t) => t < opening).length;
+    if (PARTS.has("release")) {
+      const opening = Math.ceil((Date.now() + 60_000) / 60_000) * 60_000;
+      await admin("PUT", "/api/admin/policies", {
+        sendWindows: [{ name: "from the opening", from: hhmm(opening), to: hhmm(opening + 3 * 3600_000) }],
+        providerRates: [{ provider: "Webhook", perSecond: RATE }],
+      });
+      const held = await execute("/release", RELEASE);
+      await until(
+        async () => (await count(held, ["Deferred"])) === RELEASE,
+        opening - Date.now() - 1000,
+        "every message deferred before the opening",
+      );
+      console.log(`release: ${RELEASE} deferred, ${((opening - Date.now()) / 1000).toFixed(0)} s before the opening`);
+      await until(async () => hooks.at("/release").size >= RELEASE, 600_000, "the release");
+      const arrivals = [...hooks.at("/release").values()];
+      const perSecond: number[] = [];
+      for (const t of arrivals) {
+        const second = Math.floor((t - opening) / 1000);
+        if (second >= 0) perSecond[second] = (perSecond[second] ?? 0) + 1;
+      }
+      console.log(`release, messages per second from the opening: ${Array.from(perSecond, (n) => n ?? 0).join(" ")}`);
+      const busiest = Math.max(...perSecond.filter((n) => n !== undefined));
+      const took = (Math.max(...arrivals) - opening) / 1000;
+      const ideal = RELEASE / RATE;
+      const early = arrivals.filter((t) => t < opening).length;
+      results.push([`release at an opening: busiest second (${RATE}/s)`, String(busiest), `≤ ${RATE}`, busiest <= RATE && early === 0]);
+      results.push([`release: ${RELEASE} messages (ideal ${ideal.toFixed(0)} s)`, `${took.toFixed(1)} s`, "≤ +10 %", took <= ideal * 1.1]);
+    }
 
     // 3. Lateness of releases spread over time: a cap's window ending for each user at its own moment.
-    await admin("PUT", "/api/admin/policies", { frequencyCaps: [{ name: "1 per 15 s", limit: 1, window: { seconds: CAP_SECONDS } }] });
-    const first = await execute("/late-first", LATE_USERS);
-    await until(async () => (await count(first, ["Sent"])) === LATE_USERS, 60_000, "first messages");
-    const second = await execute("/late", LATE_USERS);
-    await until(async () => (await count(second, ["Deferred"])) === LATE_USERS, 60_000, "second messages deferred");
-    const due = new Map(
-      (
-        await db.query<{ id: string; due: number }>(
-          "SELECT id, (extract(epoch FROM due_at) * 1000)::float8 AS due FROM deliveries WHERE workspace_id = $1 AND broadcast_id = $2",
-          [workspaceId, second],
-        )
-      ).rows.map((r) => [r.id, r.due]),
-    );
-    await until(async () => hooks.at("/late").size >= LATE_USERS, 120_000, "second messages released");
-    const lateness = [...hooks.at("/late")].map(([id, t]) => (t - due.get(id)!) / 1000);
+    if (PARTS.has("lateness")) {
+      await admin("PUT", "/api/admin/policies", { frequencyCaps: [{ name: "1 per 15 s", limit: 1, window: { seconds: CAP_SECONDS } }] });
+      const first = await execute("/late-first", LATE_USERS);
+      await until(async () => (await count(first, ["Sent"])) === LATE_USERS, 60_000, "first messages");
+      const second = await execute("/late", LATE_USERS);
+      await until(async () => (await count(second, ["Deferred"])) === LATE_USERS, 60_000, "second messages deferred");
+      const due = new Map(
+        (
+          await db.query<{ id: string; due: number }>(
+            "SELECT id, (extract(epoch FROM due_at) * 1000)::float8 AS due FROM deliveries WHERE workspace_id = $1 AND broadcast_id = $2",
+            [workspaceId, second],
+          )
+        ).rows.map((r) => [r.id, r.due]),
+      );
+      await until(async () => hooks.at("/late").size >= LATE_USERS, 120_000, "second messages released");
+      const lateness = [...hooks.at("/late")].map(([id, t]) => (t - due.get(id)!) / 1000);
+      const p99 = quantile(lateness, 0.99);
+      results.push(["release lateness after notBefore, p99 (s)", p99.toFixed(2), "≤ 5", p99 <= 5]);
+      results.push(["release lateness, median (s)", median(lateness).toFixed(2), "—", true]);
+    }
 
     console.log("\n=== bench:policies ===");
-    const ratio = median(ratios);
-    line("3 caps + a window, none binding ÷ no policies", ratio.toFixed(2), "≥ 0.9", ratio >= 0.9);
-    line(`release at an opening: busiest second (${RATE}/s)`, String(busiest), `≤ ${RATE}`, busiest <= RATE && early === 0);
-    line(`release: ${RELEASE} messages (ideal ${ideal.toFixed(0)} s)`, `${took.toFixed(1)} s`, "≤ +10 %", took <= ideal * 1.1);
-    line("release lateness after notBefore, p99 (s)", quantile(lateness, 0.99).toFixed(2), "≤ 5", quantile(lateness, 0.99) <= 5);
-    line("release lateness, median (s)", median(lateness).toFixed(2), "—", true);
+    for (const r of results) line(...r);
   } finally {
     await db.end();
     await bench.stop();

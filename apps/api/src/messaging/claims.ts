@@ -82,38 +82,45 @@ export async function claimDeliveries(
   const skip = skipReason(traits);
   const { rows } = await db.query<ClaimRow>(
     // Three index-ordered scans (Sending rows whose lease ran out, taken first; due Deferred rows;
-    // due Queued rows), so a claim reads only the rows it takes, however many are waiting.
+    // due Queued rows) read, and lock, only as far as \`picked\` takes rows, so a claim reads only
+    // the rows it takes, however many are waiting. Every LIMIT is the constant \`limit\`: a LIMIT
+    // the planner cannot see (a subquery) is guessed at a tenth of the table. The lookups are
+    // LATERAL (index probes per row, never a hash of the whole table) and the update finds its
+    // rows by the ctid they were locked at: nothing a claim reads grows with the tables.
     sql`WITH expired AS (
-       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id, d.run_id, false AS was_deferred FROM deliveries d
+       SELECT d.ctid AS tid, d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id, d.run_id, false AS was_deferred FROM deliveries d
        WHERE d.workspace_id = ${ws} AND d.${column} = ${stream} AND d.status = 'Sending'
          AND d.due_at < now() - ${spec.leaseSeconds} * interval '1 second'
        ORDER BY d.due_at LIMIT ${limit}
        FOR UPDATE OF d SKIP LOCKED),
      released AS (
-       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id, d.run_id, true AS was_deferred FROM deliveries d
+       SELECT d.ctid AS tid, d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id, d.run_id, true AS was_deferred FROM deliveries d
        WHERE d.workspace_id = ${ws} AND d.${column} = ${stream} AND d.status = 'Deferred' AND d.due_at <= now()
-       ORDER BY d.due_at LIMIT (SELECT ${limit} - count(*) FROM expired)
+       ORDER BY d.due_at LIMIT ${limit}
        FOR UPDATE OF d SKIP LOCKED),
      queued AS (
-       SELECT d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id, d.run_id, false AS was_deferred FROM deliveries d
+       SELECT d.ctid AS tid, d.workspace_id, d.id, d.user_id, d.channel, d.subscription_group_id, d.run_id, false AS was_deferred FROM deliveries d
        WHERE d.workspace_id = ${ws} AND d.${column} = ${stream} AND d.status = 'Queued' AND d.due_at <= now()
-       ORDER BY d.due_at LIMIT (SELECT ${limit} - count(*) - (SELECT count(*) FROM released) FROM expired)
+       ORDER BY d.due_at LIMIT ${limit}
        FOR UPDATE OF d SKIP LOCKED),
-     picked AS (SELECT * FROM expired UNION ALL SELECT * FROM released UNION ALL SELECT * FROM queued),
+     picked AS (SELECT * FROM expired UNION ALL SELECT * FROM released UNION ALL SELECT * FROM queued LIMIT ${limit}),
      decided AS (
-       SELECT picked.id, picked.was_deferred, p.traits, ${skip} AS skip
+       SELECT picked.tid, picked.id, picked.was_deferred, p.traits, ${skip} AS skip
        FROM picked
-       LEFT JOIN profiles p ON p.workspace_id = picked.workspace_id AND p.profile_id = picked.user_id
-       LEFT JOIN subscription_groups g ON g.workspace_id = picked.workspace_id AND g.id = picked.subscription_group_id
-       LEFT JOIN subscription_assignments s ON s.workspace_id = picked.workspace_id
-         AND s.subscription_group_id = picked.subscription_group_id AND s.profile_id = picked.user_id
-       LEFT JOIN journey_runs r ON picked.was_deferred AND r.workspace_id = picked.workspace_id AND r.id = picked.run_id)
+       LEFT JOIN LATERAL (SELECT profile_id, traits FROM profiles
+         WHERE workspace_id = picked.workspace_id AND profile_id = picked.user_id LIMIT 1) p ON true
+       LEFT JOIN LATERAL (SELECT type FROM subscription_groups
+         WHERE workspace_id = picked.workspace_id AND id = picked.subscription_group_id LIMIT 1) g ON true
+       LEFT JOIN LATERAL (SELECT subscribed FROM subscription_assignments
+         WHERE workspace_id = picked.workspace_id AND subscription_group_id = picked.subscription_group_id AND profile_id = picked.user_id LIMIT 1) s ON true
+       LEFT JOIN LATERAL (SELECT status FROM journey_runs
+         WHERE picked.was_deferred AND workspace_id = picked.workspace_id AND id = picked.run_id LIMIT 1) r ON true)
      UPDATE deliveries d SET
        status = CASE WHEN decided.skip IS NULL THEN 'Sending' ELSE 'Skipped' END::"DeliveryStatus",
        reason = decided.skip,
        attempts = d.attempts + CASE WHEN decided.skip IS NULL THEN 1 ELSE 0 END,
        due_at = now(), updated_at = now()
-     FROM decided WHERE d.workspace_id = ${ws} AND d.id = decided.id
+     FROM decided WHERE d.ctid = decided.tid AND d.workspace_id = ${ws}
      RETURNING d.id, d.user_id, d.attempts, d.channel, d.template_id, d.subscription_group_id, d.context, decided.traits,
        decided.skip IS NOT NULL AS skipped, d.category, (extract(epoch FROM d.created_at) * 1000)::float8 AS created_ms, decided.was_deferred,
        d.hold_action`,
@@ -190,6 +197,17 @@ export async function nextDue(db: Pick<pg.Pool, "query">, workspaceId: string, s
      ) AS next`,
   );
   return rows[0]?.next ?? null;
+}
+
+/** How many Queued or Deferred rows (up to `limit`) fall due within a second of `at`. */
+export async function dueAround(db: Pick<pg.Pool, "query">, workspaceId: string, stream: StreamRef, at: Date, limit: number) {
+  const column = ident(stream.column);
+  const { rows } = await db.query<{ n: number }>(
+    sql`SELECT count(*)::int AS n FROM (
+       SELECT 1 FROM deliveries WHERE workspace_id = ${workspaceId} AND ${column} = ${stream.id} AND status IN ('Queued', 'Deferred')
+         AND due_at <= ${at.toISOString()}::timestamptz + interval '1 second' LIMIT ${limit}) d`,
+  );
+  return rows[0]?.n ?? 0;
 }
 
 export interface Marked {

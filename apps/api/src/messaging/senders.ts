@@ -9,7 +9,7 @@ import { ident, type Sql, sql } from "../db/sql.ts";
 import type { JobLayer, JobLog } from "../jobs/index.ts";
 import { addJobQuery } from "../jobs/index.ts";
 import type { Deliverer } from "./send-chunk.ts";
-import { nextDue } from "./claims.ts";
+import { dueAround, nextDue } from "./claims.ts";
 import type { DeliverySource, StreamRef } from "./sources.ts";
 import { errorText } from "../lib/errors.ts";
 
@@ -193,8 +193,8 @@ export class SendJobs {
 
   /**
    * Chunks until nothing is due, the slice is over, or `stop()` holds (the lock is lost, the process
-   * stops). The sender scheduled for a due moment that finds a backlog there (a release of deferred
-   * messages, a local-time send) wakes the stream's other slots.
+   * stops); a chunk under way finishes. The sender scheduled for a due moment that finds a backlog
+   * there (a release of deferred messages, a local-time send) wakes the stream's other slots.
    */
   private async slice(source: DeliverySource, p: SendPayload, stream: StreamRef, stop: () => boolean) {
     const until = Date.now() + SLICE_MS;
@@ -202,25 +202,33 @@ export class SendJobs {
     while (!stop()) {
       const settings = await source.settings(p.workspaceId, stream.id);
       if (!settings) return "stopped";
-      const picked = await this.o.deliverer.deliverChunk(p.workspaceId, stream, settings);
-      if (picked === 0) return "idle";
-      if (!woken && picked >= BACKLOG) await this.wake(source.kind, p.workspaceId, p.id, settings.rateLimitPerSecond !== null);
+      const chunk = await this.o.deliverer.claimChunk(p.workspaceId, stream, settings);
+      if (chunk.picked === 0) return "idle";
+      if (!woken && chunk.picked >= BACKLOG) await this.wake(source.kind, p.workspaceId, p.id, settings.rateLimitPerSecond !== null);
       woken = true;
+      await chunk.send();
       if (Date.now() >= until) return "more";
     }
     return "more"; // for a successor here or in another process (or the tick, once the database is back)
   }
 
-  /** Nothing due now: the stream is drained, or a sender is scheduled for its next due moment (a retry, a release). */
+  /**
+   * Nothing due now: the stream is drained, or a sender is scheduled for its next due moment (a
+   * retry, a release) — every slot's sender when a backlog falls due then (a window's opening).
+   */
   private async idle(source: DeliverySource, workspaceId: string, stream: StreamRef, p: SendPayload) {
     const next = await nextDue(this.o.pool, workspaceId, stream, this.o.leaseSeconds);
     if (!next) await source.drained?.(workspaceId, stream.id);
-    else if (next.getTime() > Date.now())
-      await this.o.jobs.add(
-        SEND_TASK,
-        { ...p, slot: 0, due: true },
-        { key: jobKey({ ...p, slot: 0 }), runAt: next, keyMode: "preserve_run_at" },
-      );
+    else if (next.getTime() > Date.now()) {
+      const backlog = (await dueAround(this.o.pool, workspaceId, stream, next, BACKLOG)) >= BACKLOG;
+      const paced = backlog && (await source.settings(workspaceId, stream.id))?.rateLimitPerSecond != null;
+      for (let slot = 0; slot < (backlog && !paced ? SENDERS : 1); slot++)
+        await this.o.jobs.add(
+          SEND_TASK,
+          { ...p, slot, due: true },
+          { key: jobKey({ ...p, slot }), runAt: next, keyMode: "preserve_run_at" },
+        );
+    }
   }
 
   /** Gives a sender to every active stream with work due and no live sender; reports drained ones. */
