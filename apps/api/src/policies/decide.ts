@@ -31,7 +31,15 @@ export function inScope(rule: { channel?: Channel; category?: string }, c: Pick<
   return rule.category === undefined ? c.category !== TRANSACTIONAL : rule.category === c.category;
 }
 
-/** The sends cap `cap` counts for `userId`, newest first (at most its limit): `counted.get(key(userId, cap))`. */
+/**
+ * The sends cap `cap` counts for `userId` (`counted.get(countKey(userId, cap))`): how many, and the
+ * times of the newest first, at most the limit — known wherever the count can reach the limit.
+ */
+export interface Counted {
+  n: number;
+  newest: number[];
+}
+
 export const countKey = (userId: string, cap: number) => `${cap}\u0000${userId}`;
 
 const when = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -57,9 +65,9 @@ function windowHold(w: SendWindow, index: number, c: Candidate, nowMs: number, s
   };
 }
 
-function capHold(cap: FrequencyCap, times: readonly number[], c: Candidate): Hold | null {
-  if (times.length < cap.limit) return null;
-  const until = capFreesAt(times[cap.limit - 1]!, c.zone, cap.window);
+function capHold(cap: FrequencyCap, counted: Counted | undefined, c: Candidate): Hold | null {
+  if (!counted || counted.n < cap.limit) return null;
+  const until = capFreesAt(counted.newest[cap.limit - 1]!, c.zone, cap.window);
   const span = cap.window.seconds !== undefined ? `${cap.window.seconds} s` : `${cap.window.days} day${cap.window.days === 1 ? "" : "s"}`;
   return {
     until,
@@ -78,12 +86,7 @@ const ttlMs = (p: Policies, category: string | null) =>
  * so the next message of the same user in the chunk sees it. Several holds: a `skip` rule wins,
  * else the latest time; held past the time-to-live is a skip.
  */
-export function decide(
-  p: Policies,
-  candidates: readonly Candidate[],
-  counted: Map<string, number[]>,
-  nowMs: number,
-): Map<string, Decision> {
+export function decide(p: Policies, candidates: readonly Candidate[], counted: Map<string, Counted>, nowMs: number): Map<string, Decision> {
   const states: WindowStates = new Map();
   const out = new Map<string, Decision>();
   for (const c of candidates) {
@@ -94,11 +97,14 @@ export function decide(
       if (h) holds.push(h);
     }
     for (const { cap, i } of caps) {
-      const h = capHold(cap, counted.get(countKey(c.userId, i)) ?? [], c);
+      const h = capHold(cap, counted.get(countKey(c.userId, i)), c);
       if (h) holds.push(h);
     }
     if (holds.length === 0) {
-      for (const { i } of caps) counted.set(countKey(c.userId, i), [nowMs, ...(counted.get(countKey(c.userId, i)) ?? [])]);
+      for (const { i } of caps) {
+        const had = counted.get(countKey(c.userId, i)) ?? { n: 0, newest: [] };
+        counted.set(countKey(c.userId, i), { n: had.n + 1, newest: [nowMs, ...had.newest] });
+      }
       out.set(c.id, { kind: "send" });
       continue;
     }

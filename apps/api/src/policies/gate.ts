@@ -6,8 +6,8 @@
 import { remember } from "../lib/remember.ts";
 import type { Channel, Policies } from "@tidings/schema";
 import type pg from "pg";
-import { sql } from "../db/sql.ts";
-import { type Candidate, countKey, type Decision, decide, type HoldRule, inScope } from "./decide.ts";
+import { type Sql, sql } from "../db/sql.ts";
+import { type Candidate, type Counted, countKey, type Decision, decide, type HoldRule, inScope } from "./decide.ts";
 import { capWindowStart, type UserZone, userZone } from "./zones.ts";
 
 /** A claimed message as the gate needs it. */
@@ -59,7 +59,7 @@ export async function gate(
       skipWhenHeld: r.holdAction === "skip",
     }))
     .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
-  const counted = p.frequencyCaps.length > 0 ? await countSends(db, workspaceId, p, candidates, nowMs) : new Map<string, number[]>();
+  const counted = p.frequencyCaps.length > 0 ? await countSends(db, workspaceId, p, candidates, nowMs) : new Map<string, Counted>();
   const decisions = decide(p, candidates, counted, nowMs);
   await record(db, workspaceId, rows, decisions, zones);
 
@@ -75,9 +75,17 @@ export async function gate(
   return result;
 }
 
+/** One user's pair with one cap in scope, and where the cap's window starts for them. */
+interface Pair {
+  user: string;
+  cap: number;
+  since: number;
+}
+
 /**
- * Locks the chunk's users (in one order everywhere: no deadlock), then reads, per user and cap in
- * scope, the counted sends in the cap's window, newest first and at most its limit.
+ * Locks the chunk's users (in one order everywhere: no deadlock), then counts, per user and cap in
+ * scope, the counted sends in the cap's window. Only where the chunk could reach a cap (its count
+ * plus the user's messages here) are the sends' times read, newest first and at most the limit.
  */
 async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string, p: Policies, candidates: Candidate[], nowMs: number) {
   const users = [...new Set(candidates.map((c) => c.userId))].sort();
@@ -85,42 +93,55 @@ async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string,
     sql`SELECT pg_advisory_xact_lock(${USER_LOCK_SPACE}, hashtext(${workspaceId} || ':' || u.id))
      FROM (SELECT id FROM unnest(${users}::text[]) AS id ORDER BY id) u`,
   );
-  const pairs = new Map<string, { user: string; cap: number; since: number }>();
+  const pairs = new Map<string, Pair & { here: number }>();
   // Where each cap's window starts, per zone (the same for every user of the zone at this instant).
   const starts = new Map<string, number>();
   const since = (cap: number, zone: string) =>
     remember(starts, `${cap}\u0000${zone}`, () => capWindowStart(nowMs, zone, p.frequencyCaps[cap]!.window));
   for (const c of candidates) {
     p.frequencyCaps.forEach((cap, i) => {
-      if (inScope(cap, c) && !pairs.has(countKey(c.userId, i)))
-        pairs.set(countKey(c.userId, i), { user: c.userId, cap: i, since: since(i, c.zone) });
+      if (!inScope(cap, c)) return;
+      const pair = remember(pairs, countKey(c.userId, i), () => ({ user: c.userId, cap: i, since: since(i, c.zone), here: 0 }));
+      pair.here++;
     });
   }
-  const list = [...pairs.values()];
-  const counted = new Map<string, number[]>();
-  if (list.length === 0) return counted;
+  const counted = new Map<string, Counted>();
+  if (pairs.size === 0) return counted;
+  const { rows } = await db.query<{ user_id: string; cap: number; n: number }>(
+    countedSends(workspaceId, p, [...pairs.values()], sql`count(*)::int AS n`),
+  );
+  for (const r of rows) counted.set(countKey(r.user_id, r.cap), { n: r.n, newest: [] });
+  const near = [...pairs.values()].filter((x) => (counted.get(countKey(x.user, x.cap))?.n ?? 0) + x.here >= p.frequencyCaps[x.cap]!.limit);
+  if (near.length === 0) return counted;
+  const { rows: times } = await db.query<{ user_id: string; cap: number; times: number[] }>(
+    countedSends(workspaceId, p, near, sql`(array_agg((extract(epoch FROM s.at) * 1000)::float8 ORDER BY s.at DESC))[1:c.lim] AS times`),
+  );
+  for (const r of times) counted.get(countKey(r.user_id, r.cap))!.newest = r.times;
+  return counted;
+}
+
+/**
+ * Per pair, `aggregate` over the user's counted sends in the cap's window: read once for the
+ * pairs' users (an index lookup per user). This chunk's own rows, made Sending by this transaction,
+ * are the row versions it wrote (xmin is its id) and are left out.
+ */
+function countedSends(workspaceId: string, p: Policies, list: Pair[], aggregate: Sql) {
   const caps = p.frequencyCaps;
   const earliest = new Date(Math.min(...list.map((x) => x.since))).toISOString();
-  // The chunk's users' counted sends read once (an index lookup per user; this chunk's own rows,
-  // Sending in this transaction, left out by a hash anti-join), then shared out to the caps.
-  const { rows } = await db.query<{ user_id: string; cap: number; times: number[] }>(
-    sql`WITH sent AS (
+  return sql`WITH sent AS (
        SELECT d.user_id, d.channel::text AS channel, d.category, coalesce(d.sent_at, d.due_at) AS at
        FROM deliveries d
-       LEFT JOIN unnest(${candidates.map((x) => x.id)}::uuid[]) AS mine(id) ON mine.id = d.id
-       WHERE d.workspace_id = ${workspaceId} AND d.user_id = ANY(${users}::text[]) AND mine.id IS NULL
-         AND d.status IN ('Sent', 'Sending') AND coalesce(d.sent_at, d.due_at) >= ${earliest}::timestamptz)
-     SELECT c.user_id, c.cap, (array_agg((extract(epoch FROM s.at) * 1000)::float8 ORDER BY s.at DESC))[1:c.lim] AS times
+       WHERE d.workspace_id = ${workspaceId} AND d.user_id = ANY(${[...new Set(list.map((x) => x.user))]}::text[])
+         AND (d.status = 'Sent' OR (d.status = 'Sending' AND d.xmin <> pg_current_xact_id()::xid))
+         AND coalesce(d.sent_at, d.due_at) >= ${earliest}::timestamptz)
+     SELECT c.user_id, c.cap, ${aggregate}
      FROM unnest(${list.map((x) => x.user)}::text[], ${list.map((x) => x.cap)}::int[], ${list.map((x) => new Date(x.since).toISOString())}::timestamptz[],
        ${list.map((x) => caps[x.cap]!.channel ?? null)}::text[], ${list.map((x) => caps[x.cap]!.category ?? null)}::text[],
        ${list.map((x) => caps[x.cap]!.limit)}::int[]) AS c(user_id, cap, since, channel, category, lim)
      JOIN sent s ON s.user_id = c.user_id AND s.at >= c.since
        AND (c.channel IS NULL OR s.channel = c.channel)
        AND CASE WHEN c.category IS NULL THEN s.category IS DISTINCT FROM 'transactional' ELSE s.category = c.category END
-     GROUP BY c.user_id, c.cap, c.lim`,
-  );
-  for (const r of rows) counted.set(countKey(r.user_id, r.cap), r.times);
-  return counted;
+     GROUP BY c.user_id, c.cap, c.lim`;
 }
 
 /** The zone recorded on a delivery, and where it came from. */

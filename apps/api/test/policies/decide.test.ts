@@ -16,6 +16,8 @@ const msg = (id: string, extra: Partial<Candidate> = {}): Candidate => ({
   ...extra,
 });
 const kinds = (d: Map<string, { kind: string }>) => [...d.values()].map((x) => x.kind);
+/** Counted sends of a cap, newest first. */
+const sends = (...times: number[]) => ({ n: times.length, newest: times });
 
 describe("decide", () => {
   it("lets exactly `limit` messages of a user through a cap, counting the chunk itself, and defers the rest to local midnight", () => {
@@ -35,7 +37,7 @@ describe("decide", () => {
 
   it("frees a rolling cap when the oldest counted send leaves the window", () => {
     const p = { ...base, frequencyCaps: [{ name: "two a minute", limit: 2, window: { seconds: 60 }, action: "defer" as const }] };
-    const counted = new Map([[countKey("ann", 0), [NOW - 10_000, NOW - 50_000]]]);
+    const counted = new Map([[countKey("ann", 0), sends(NOW - 10_000, NOW - 50_000)]]);
     expect(decide(p, [msg("a")], counted, NOW).get("a")).toMatchObject({ kind: "defer", notBefore: NOW + 10_000 });
   });
 
@@ -48,8 +50,8 @@ describe("decide", () => {
       ],
     };
     const counted = new Map([
-      [countKey("ann", 0), [NOW - 1000]],
-      [countKey("ann", 1), []],
+      [countKey("ann", 0), sends(NOW - 1000)],
+      [countKey("ann", 1), sends()],
     ]);
     const d = decide(
       p,
@@ -73,7 +75,7 @@ describe("decide", () => {
   it("holds to the latest time when several rules hold; a skip rule wins", () => {
     const window = { name: "daytime", from: "18:00", to: "20:00", days: ["Mon" as const, "Tue" as const], action: "defer" as const };
     const cap = { name: "one a minute", limit: 1, window: { seconds: 60 }, action: "defer" as const };
-    const counted = new Map([[countKey("ann", 0), [NOW - 1000]]]);
+    const counted = new Map([[countKey("ann", 0), sends(NOW - 1000)]]);
     const held = decide({ ...base, frequencyCaps: [cap], sendWindows: [window] }, [msg("a")], counted, NOW).get("a");
     expect(held).toMatchObject({ kind: "defer", notBefore: Date.parse("2026-06-01T18:00:00Z") });
     expect((held as { reason: string }).reason).toMatch(

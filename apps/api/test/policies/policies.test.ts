@@ -99,7 +99,7 @@ describe("PUT|GET /api/admin/policies", () => {
 describe("frequency caps", () => {
   it("defers over the cap with the rule and notBefore, then releases when the oldest send leaves the window", async () => {
     const { broadcast, deliveries, w } = await world("/release", {
-      frequencyCaps: [{ name: "one per 3 s", limit: 1, window: { seconds: 3 } }],
+      frequencyCaps: [{ name: "one per 6 s", limit: 1, window: { seconds: 6 } }],
     });
     await broadcast();
     await waitFor(deliveries, (ds) => ds.length === 1 && ds[0].status === "Sent");
@@ -121,7 +121,7 @@ describe("frequency caps", () => {
 
   it("checks again at release: a user who unsubscribed meanwhile is skipped", async () => {
     const { broadcast, deliveries, w } = await world("/recheck", {
-      frequencyCaps: [{ name: "one per 3 s", limit: 1, window: { seconds: 3 } }],
+      frequencyCaps: [{ name: "one per 6 s", limit: 1, window: { seconds: 6 } }],
     });
     const group = await w.admin("PUT", "/api/admin/subscription-groups", { name: "news", channel: "Webhook", type: "OptOut" });
     await broadcast({ subscriptionGroupId: group.id });
@@ -195,7 +195,7 @@ describe("send windows", () => {
 describe("journeys", () => {
   it("keep a run at its message node while the message is held, and move it on once sent; whenHeld: skip goes on at once", async () => {
     const { w, template, deliveries } = await world("/journey", {
-      frequencyCaps: [{ name: "one per 3 s", limit: 1, window: { seconds: 3 } }],
+      frequencyCaps: [{ name: "one per 6 s", limit: 1, window: { seconds: 6 } }],
     });
     const journey = async (name: string, whenHeld?: "skip") =>
       w.admin("PUT", "/api/admin/journeys", {
@@ -237,8 +237,8 @@ describe("journeys", () => {
     const sentAt = (await deliveries(`&journeyId=${waits.id}`)).find((d) => d.nodeId === "second").updatedAt;
     expect(runs[0].endedAt).toBeGreaterThanOrEqual(sentAt);
 
-    // The cap's window has room again after 3 s; wait for it, then a node that skips what is held.
-    await new Promise((r) => setTimeout(r, 3100));
+    // The cap's window has room again after 6 s; wait for it, then a node that skips what is held.
+    await new Promise((r) => setTimeout(r, 6100));
     const skips = await journey("Skip", "skip");
     await w.send([track({ userId: "ann" }, "Skip", Date.now())]);
     const skipped = await waitFor(
@@ -248,7 +248,7 @@ describe("journeys", () => {
     expect(node(skipped, "first").sent).toBe(1);
     expect(node(skipped, "second")).toMatchObject({ skipped: 1, deferred: 0 });
     const reason = (await deliveries(`&journeyId=${skips.id}`)).find((d) => d.nodeId === "second").reason;
-    expect(reason).toMatch(/^skipped: frequency cap "one per 3 s"/);
+    expect(reason).toMatch(/^skipped: frequency cap "one per 6 s"/);
   });
 });
 
