@@ -1,7 +1,7 @@
 // Build stamps: which workspace packages' dist/ is up to date with their inputs.
 //
 // A package's key is a sha256 over its build inputs (src/ without src/generated, package.json,
-// tsup and tsconfig files, prisma/schema.prisma and scripts/ where present), the shared inputs
+// tsup, vite and tsconfig files, index.html, prisma/schema.prisma and scripts/ where present), the shared inputs
 // (tsconfig.base.json, pnpm-lock.yaml, this file and build.mjs) and the keys of the workspace
 // packages it depends on, so a change in @tidings/schema also rebuilds what is built against it.
 // Contents are hashed, not mtimes: a checkout or `touch` that leaves a file unchanged costs no
@@ -17,7 +17,7 @@ import { dirname, join, relative, sep } from "node:path";
 /** Where the stamp of the package in `dir` lives. */
 const stampPath = (dir) => join(dir, "node_modules", ".cache", "tidings-build-stamp.json");
 
-const PACKAGE_INPUTS = ["src", "package.json", "tsup.config.ts", "tsconfig.json", "prisma/schema.prisma", "scripts"];
+const PACKAGE_INPUTS = ["src", "package.json", "tsup.config.ts", "vite.config.ts", "index.html", "tsconfig.json", "prisma/schema.prisma", "scripts"];
 const SKIPPED_DIRS = new Set(["src/generated", "node_modules", "dist"]);
 const SHARED_INPUTS = ["tsconfig.base.json", "pnpm-lock.yaml", "scripts/build.mjs", "scripts/stamps.mjs"];
 

@@ -77,6 +77,11 @@ const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default("127.0.0.1"),
   TIDINGS_DATA_DIR: z.string().min(1).default("./.tidings"),
+  TIDINGS_CONSOLE_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("The web console's built files, served at /console; default: next to the server (the image) or apps/console/dist."),
   TIDINGS_ROOT_KEY: z.string().min(24, "must be at least 24 characters").optional(),
   TIDINGS_SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   TIDINGS_SECRET_KEY_PREVIOUS: z.string().min(32, "must be at least 32 characters").optional(),
@@ -191,6 +196,8 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
+  /** The console's built files (served at /console), when given; else http/console.ts looks in its usual places. */
+  consoleDir: string | undefined;
   rootKey: string | undefined;
   secretKey: string | undefined;
   /** The key stored secrets were encrypted with before a rotation; they are re-encrypted at start. */
@@ -265,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     dataDir: path.resolve(e.TIDINGS_DATA_DIR),
+    consoleDir: e.TIDINGS_CONSOLE_DIR === undefined ? undefined : path.resolve(e.TIDINGS_CONSOLE_DIR),
     rootKey: e.TIDINGS_ROOT_KEY,
     secretKey: e.TIDINGS_SECRET_KEY,
     previousSecretKey: e.TIDINGS_SECRET_KEY_PREVIOUS,

