@@ -4,6 +4,7 @@ import { useState } from "react";
 import { BroadcastsPage } from "./pages/Broadcasts.tsx";
 import { JourneyPage } from "./pages/Journey.tsx";
 import { JourneysPage } from "./pages/Journeys.tsx";
+import { SegmentPage, SegmentsPage } from "./pages/Segments.tsx";
 import { SignIn } from "./pages/SignIn.tsx";
 import { useRoute } from "./route.ts";
 import { adminClient, forgetKey, storedKey } from "./session.ts";
@@ -27,6 +28,9 @@ export function App() {
           <a href="#/journeys" aria-current={route.page.startsWith("journey") ? "page" : undefined}>
             Journeys
           </a>
+          <a href="#/segments" aria-current={route.page.startsWith("segment") ? "page" : undefined}>
+            Segments
+          </a>
           <a href="#/broadcasts" aria-current={route.page === "broadcasts" ? "page" : undefined}>
             Broadcasts
           </a>
@@ -38,6 +42,8 @@ export function App() {
       <main>
         {route.page === "journeys" && <JourneysPage admin={admin} />}
         {route.page === "journey" && <JourneyPage admin={admin} id={route.id} />}
+        {route.page === "segments" && <SegmentsPage admin={admin} />}
+        {route.page === "segment" && <SegmentPage admin={admin} id={route.id} />}
         {route.page === "broadcasts" && <BroadcastsPage admin={admin} />}
       </main>
     </div>

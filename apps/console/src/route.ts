@@ -1,11 +1,17 @@
 // Routing by the URL's hash (#/journeys/ID): the server serves one page at /console.
 import { useEffect, useState } from "react";
 
-export type Route = { page: "journeys" } | { page: "journey"; id: string } | { page: "broadcasts" };
+export type Route =
+  | { page: "journeys" }
+  | { page: "journey"; id: string }
+  | { page: "segments" }
+  | { page: "segment"; id: string }
+  | { page: "broadcasts" };
 
 export function parseRoute(hash: string): Route {
   const [page, id] = hash.replace(/^#\/?/, "").split("/");
   if (page === "journeys" && id) return { page: "journey", id: decodeURIComponent(id) };
+  if (page === "segments") return id ? { page: "segment", id: decodeURIComponent(id) } : { page: "segments" };
   if (page === "broadcasts") return { page: "broadcasts" };
   return { page: "journeys" };
 }

@@ -433,3 +433,43 @@ export type SegmentUsersQuery = z.infer<typeof SegmentUsersQuery>;
 
 export const SegmentUsersResponse = listResponse("users", SegmentUser);
 export type SegmentUsersResponse = z.infer<typeof SegmentUsersResponse>;
+
+// --- Size history ---------------------------------------------------------------------------
+
+export const SegmentSizeInterval = z.enum(["hour", "day"]).describe("The length of each point's interval (UTC hours or days).");
+export type SegmentSizeInterval = z.infer<typeof SegmentSizeInterval>;
+
+/** At most this many points in one answer. */
+export const MAX_SIZE_POINTS = 2000;
+
+export const SegmentSizesQuery = WorkspaceQuery.extend({
+  interval: SegmentSizeInterval.default("day"),
+  from: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("Start (ms since epoch), rounded down to its interval; default 30 days before `to`."),
+  to: z.coerce.number().int().min(0).optional().describe("End (ms since epoch); default now."),
+});
+export type SegmentSizesQuery = z.infer<typeof SegmentSizesQuery>;
+
+export const SegmentSizePoint = z
+  .object({
+    at: EpochMillis.describe("The end of the interval (or now, for the interval under way)."),
+    size: z
+      .number()
+      .int()
+      .nullable()
+      .describe("Members at `at`: the size after the last change before it; null before the segment's history starts."),
+  })
+  .openapi("SegmentSizePoint");
+
+export const SegmentSizesResponse = z
+  .object({
+    segmentId: z.uuid(),
+    interval: SegmentSizeInterval,
+    points: z.array(SegmentSizePoint).describe("One per interval from `from` to `to`, oldest first."),
+  })
+  .openapi("SegmentSizes");
+export type SegmentSizesResponse = z.infer<typeof SegmentSizesResponse>;

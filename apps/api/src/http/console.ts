@@ -7,6 +7,9 @@ import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import type { FastifyPluginAsync } from "fastify";
 
+/** Where the console is served (a page and its files, not an API operation: no contract). */
+export const CONSOLE_PATH = "/console";
+
 export const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
@@ -32,9 +35,9 @@ export const consoleRoutes =
   (given: string | undefined): FastifyPluginAsync =>
   async (app) => {
     const root = findConsole(given);
-    app.get("/console", { schema: { hide: true } }, (_req, reply) => reply.redirect("/console/"));
+    app.get(CONSOLE_PATH, { schema: { hide: true } }, (_req, reply) => reply.redirect(`${CONSOLE_PATH}/`));
     if (!root) {
-      app.get("/console/*", { schema: { hide: true } }, (_req, reply) =>
+      app.get(`${CONSOLE_PATH}/*`, { schema: { hide: true } }, (_req, reply) =>
         reply
           .code(404)
           .type("text/plain; charset=utf-8")
@@ -53,7 +56,7 @@ export const consoleRoutes =
       });
       await scope.register(fastifyStatic, {
         root,
-        prefix: "/console/",
+        prefix: `${CONSOLE_PATH}/`,
         index: ["index.html"],
         // Hashed asset names never change; the page itself is always checked again.
         setHeaders: (res, file) =>

@@ -191,6 +191,7 @@ export async function deleteSegment(prisma: PrismaClient, workspaceId: string, i
   await deleteUnlessHeld(prisma, workspaceId, { kind: "Segment", id }, async (tx) => {
     await setHolds(tx, workspaceId, { kind: "Segment", id }, []);
     await tx.segmentManualMember.deleteMany({ where: { workspaceId, segmentId: id } });
+    await tx.segmentSize.deleteMany({ where: { workspaceId, segmentId: id } });
     await tx.segment.delete({ where: { workspaceId_id: { workspaceId, id } } });
   });
 }

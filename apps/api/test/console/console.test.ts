@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findConsole } from "../../src/http/console.ts";
 import { waitFor } from "../broadcasts/support.ts";
 import { findChrome } from "../http/chrome.ts";
-import { identify, segmentWorld, track } from "../segments/support.ts";
+import { identify, segmentWorld, TestClock, track } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";
 import { startReceiver, type Receiver } from "../support/receiver.ts";
@@ -192,6 +192,73 @@ describe.skipIf(SKIP !== "")(SKIP ? `the console — SKIPPED: ${SKIP}` : "the co
       () => w.admin("GET", `/api/admin/broadcasts/${broadcastId}`),
       (b: { status: string }) => b.status === "Completed",
     );
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe.skipIf(SKIP !== "")(SKIP ? `a segment in the console — SKIPPED: ${SKIP}` : "a segment in the console", () => {
+  // The segment engine's clock starts a day ago and moves an hour at a time: users enter over time.
+  const HOUR = 3_600_000;
+  const clock = new TestClock(Math.floor((Date.now() - 24 * HOUR) / HOUR) * HOUR + 60_000);
+  let app: TestApp;
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    app = await createTestApp({ clock: clock.read });
+    browser = await puppeteer.launch({
+      executablePath: chrome,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  it("draws its definition, its size over the hours users entered, and finds a member", { timeout: 60_000 }, async () => {
+    const w = await segmentWorld(app);
+    const id = await w.segment(
+      { entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value: "pro" } }, nodes: [] },
+      "Pro users",
+    );
+    for (let hour = 0; hour < 4; hour++) {
+      await w.send(Array.from({ length: hour + 1 }, (_, i) => identify(`h${hour}-u${i}`, { plan: "pro" }, clock.now)));
+      await w.settle();
+      clock.advance(HOUR);
+    }
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 800 });
+    const errors: string[] = [];
+    page.on("console", (m) => {
+      if (m.type() === "error") errors.push(m.text());
+    });
+    await page.goto(`${app.url}/console/`);
+    await page.waitForSelector("#key");
+    await page.type("#key", w.ws.adminKey);
+    await page.click("button[type=submit]");
+    await page.waitForSelector("#journeys-title");
+    await page.click('a[href="#/segments"]');
+    await reads(page, '[data-segment-size="Pro users"]', "10");
+    await page.click(`a[href="#/segments/${id}"]`);
+    await reads(page, '[data-testid="segment-size"]', "10");
+    // One point per hour in which the size changed, rising 1, 3, 6, 10.
+    await page.waitForSelector(".chart polyline[data-points]");
+    const attribute: string = await page.$eval(".chart polyline", (el) => el.getAttribute("points") ?? "");
+    const points: number[] = attribute.split(" ").map((p) => Number(p.split(",")[1]));
+    const distinct = [...new Set(points)];
+    expect(distinct.length).toBeGreaterThanOrEqual(4);
+    expect([...distinct].sort((a: number, b: number) => b - a)).toEqual(distinct); // y falls as the size grows
+    expect(await page.$eval(".tree", (el) => el.textContent)).toContain("Trait");
+    await page.type('input[type="search"]', "h3-u2");
+    await page.waitForFunction(
+      () =>
+        (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } }).document.querySelectorAll(
+          ".members li",
+        ).length === 1,
+    );
+    await accessible(page);
+    await shot(page, "segment");
     expect(errors).toEqual([]);
     await page.close();
   });

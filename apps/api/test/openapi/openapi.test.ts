@@ -7,6 +7,7 @@ import type { onRouteHookHandler } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app/http.ts";
 import type { System as AppContext } from "../../src/app/system.ts";
+import { CONSOLE_PATH } from "../../src/http/console.ts";
 import { DOCS_PREFIX } from "../../src/http/openapi.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";
@@ -35,8 +36,8 @@ const keyOf = (method: string, path: string) => `${method} ${path}`;
 /**
  * Every route of an app built from `ctx`, as Fastify registers it (its onRoute hook), keyed
  * `METHOD /path/{param}`, with the contract it was registered from. Left out: HEAD (Fastify adds
- * one per GET), OPTIONS (CORS preflights) and the routes of the docs UI plugin (its page, static
- * files and its copy of the document).
+ * one per GET), OPTIONS (CORS preflights), the routes of the docs UI plugin (its page, static
+ * files and its copy of the document) and the web console's page and files (/console).
  */
 async function registeredRoutes(ctx: AppContext): Promise<{ key: string; contract?: Contract }[]> {
   const routes: Parameters<onRouteHookHandler>[0][] = [];
@@ -48,7 +49,7 @@ async function registeredRoutes(ctx: AppContext): Promise<{ key: string; contrac
   await app.ready();
   await app.close();
   return routes
-    .filter((route) => route.prefix !== DOCS_PREFIX)
+    .filter((route) => route.prefix !== DOCS_PREFIX && !route.url.startsWith(CONSOLE_PATH))
     .flatMap((route) =>
       [route.method]
         .flat()

@@ -105,7 +105,7 @@ describe("frequency caps", () => {
     await waitFor(deliveries, (ds) => ds.length === 1 && ds[0].status === "Sent");
     await broadcast();
     const held = (await waitFor(deliveries, (ds) => ds.some((d) => d.status === "Deferred"))).find((d) => d.status === "Deferred");
-    expect(held.reason).toMatch(/^held: frequency cap "one per 3 s" \(1 per 3 s\) reached; room at /);
+    expect(held.reason).toMatch(/^held: frequency cap "one per 6 s" \(1 per 6 s\) reached; room at /);
     expect(held.timezone).toBe("UTC");
     expect(held.timezoneSource).toBe("utc");
     const all = await waitFor(deliveries, (ds) => ds.length === 2 && ds.every((d) => d.status === "Sent"), 20_000);

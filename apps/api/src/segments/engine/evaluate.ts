@@ -119,6 +119,7 @@ export async function evaluateSegment(
   // segment_timers alone (no lookup per user): a definition that loses its windows is recomputed
   // in full, which removes them all (one left meanwhile only has its user evaluated once more when it fires).
   const keepTimers = scope !== null && !timed ? raw("") : timerCtes(inputs, rowsOf, removing);
+  // The size after a change is kept per hour (segment_sizes: the size history).
   // Only members and timed rows matter below (a full recompute holds those, not every profile).
   // Rows are written only while the segment exists, held (FOR KEY SHARE) until the statement's
   // transaction ends (its rows have no foreign key: schema.prisma). Enters are recorded in the
@@ -139,7 +140,11 @@ export async function evaluateSegment(
       SELECT ${ws}, ${id}::uuid, profile_id, true, ${at} FROM ins
       UNION ALL SELECT ${ws}, ${id}::uuid, profile_id, false, ${at} FROM del)${hooks.ctes}${keepTimers},
     counted AS (UPDATE segments SET ${counts}
-      WHERE workspace_id = ${ws} AND id = ${id}::uuid${current})
+      WHERE workspace_id = ${ws} AND id = ${id}::uuid${current} RETURNING member_count),
+    sized AS (INSERT INTO segment_sizes (workspace_id, segment_id, hour, size)
+      SELECT ${ws}, ${id}::uuid, date_trunc('hour', ${at}::timestamptz, 'UTC'), member_count FROM counted
+      WHERE ${full ? raw("true") : raw("EXISTS (SELECT FROM ins) OR EXISTS (SELECT FROM del)")}
+      ON CONFLICT (workspace_id, segment_id, hour) DO UPDATE SET size = excluded.size)
     SELECT (SELECT count(*) FROM ins)::int AS entered, (SELECT count(*) FROM del)::int AS exited,
       ${hooks.count}::int AS signals`;
   const { rows } = await db.query<Evaluated>(statement);
