@@ -2,31 +2,9 @@
 import { isIPv6 } from "node:net";
 import path from "node:path";
 import { z } from "zod";
+import { parseOrigins } from "./lib/origins.ts";
 
 const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
-
-/** Parses a comma-separated list of browser origins, normalised as browsers send them. */
-function parseOrigins(value: string, ctx: z.RefinementCtx): string[] {
-  const origins: string[] = [];
-  for (const item of value
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    let url: URL | undefined;
-    try {
-      url = new URL(item);
-    } catch {
-      // reported below
-    }
-    if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== "/" || url.search || url.hash || url.username || url.password) {
-      ctx.addIssue({ code: "custom", message: `${JSON.stringify(item)} is not an origin such as https://app.example.com` });
-      return z.NEVER;
-    }
-    origins.push(url.origin);
-  }
-  if (origins.length === 0) ctx.addIssue({ code: "custom", message: "lists no origin" });
-  return origins;
-}
 
 const originList = z.string().transform(parseOrigins);
 
@@ -77,11 +55,7 @@ const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default("127.0.0.1"),
   TIDINGS_DATA_DIR: z.string().min(1).default("./.tidings"),
-  TIDINGS_CONSOLE_DIR: z
-    .string()
-    .min(1)
-    .optional()
-    .describe("The web console's built files, served at /console; default: next to the server (the image) or apps/console/dist."),
+  TIDINGS_CONSOLE_DIR: z.string().min(1).optional().describe("The web console's built files (else: http/console.ts)."),
   TIDINGS_ROOT_KEY: z.string().min(24, "must be at least 24 characters").optional(),
   TIDINGS_SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   TIDINGS_SECRET_KEY_PREVIOUS: z.string().min(32, "must be at least 32 characters").optional(),
@@ -196,7 +170,6 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
-  /** The console's built files (served at /console), when given; else http/console.ts looks in its usual places. */
   consoleDir: string | undefined;
   rootKey: string | undefined;
   secretKey: string | undefined;
