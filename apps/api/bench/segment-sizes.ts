@@ -45,7 +45,7 @@ async function main() {
     const now = Math.floor(Date.now() / HOUR) * HOUR;
     await db.query(
       `INSERT INTO segment_sizes (workspace_id, segment_id, hour, size)
-       SELECT $1, $2, to_timestamp(($3::float8 - h * 3600000) / 1000), ($4::int * (720 - h)) / 720 FROM generate_series(1, 720) h
+       SELECT $1, $2, to_timestamp(($3::float8 - h * 3600000.0) / 1000), (($4::bigint * (720 - h)) / 720)::int FROM generate_series(1, 720) h
        ON CONFLICT DO NOTHING`,
       [workspaceId, segment.id, now, USERS],
     );

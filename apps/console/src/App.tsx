@@ -2,9 +2,12 @@
 import type { TidingsAdmin } from "@tidings/sdk";
 import { useState } from "react";
 import { BroadcastsPage } from "./pages/Broadcasts.tsx";
+import { DeliveriesPage } from "./pages/Deliveries.tsx";
 import { JourneyPage } from "./pages/Journey.tsx";
 import { JourneysPage } from "./pages/Journeys.tsx";
 import { SegmentPage, SegmentsPage } from "./pages/Segments.tsx";
+import { TemplatesPage } from "./pages/Templates.tsx";
+import { UserPage } from "./pages/User.tsx";
 import { SignIn } from "./pages/SignIn.tsx";
 import { useRoute } from "./route.ts";
 import { adminClient, forgetKey, storedKey } from "./session.ts";
@@ -34,6 +37,12 @@ export function App() {
           <a href="#/broadcasts" aria-current={route.page === "broadcasts" ? "page" : undefined}>
             Broadcasts
           </a>
+          <a href="#/deliveries" aria-current={route.page === "deliveries" ? "page" : undefined}>
+            Deliveries
+          </a>
+          <a href="#/templates" aria-current={route.page === "templates" ? "page" : undefined}>
+            Templates
+          </a>
         </nav>
         <button type="button" onClick={signOut}>
           Sign out
@@ -45,6 +54,9 @@ export function App() {
         {route.page === "segments" && <SegmentsPage admin={admin} />}
         {route.page === "segment" && <SegmentPage admin={admin} id={route.id} />}
         {route.page === "broadcasts" && <BroadcastsPage admin={admin} />}
+        {route.page === "deliveries" && <DeliveriesPage admin={admin} />}
+        {route.page === "user" && <UserPage admin={admin} userId={route.id} />}
+        {route.page === "templates" && <TemplatesPage admin={admin} />}
       </main>
     </div>
   );

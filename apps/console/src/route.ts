@@ -6,13 +6,19 @@ export type Route =
   | { page: "journey"; id: string }
   | { page: "segments" }
   | { page: "segment"; id: string }
-  | { page: "broadcasts" };
+  | { page: "broadcasts" }
+  | { page: "deliveries" }
+  | { page: "user"; id: string }
+  | { page: "templates" };
 
 export function parseRoute(hash: string): Route {
   const [page, id] = hash.replace(/^#\/?/, "").split("/");
   if (page === "journeys" && id) return { page: "journey", id: decodeURIComponent(id) };
   if (page === "segments") return id ? { page: "segment", id: decodeURIComponent(id) } : { page: "segments" };
   if (page === "broadcasts") return { page: "broadcasts" };
+  if (page === "deliveries") return { page: "deliveries" };
+  if (page === "templates") return { page: "templates" };
+  if (page === "users" && id) return { page: "user", id: decodeURIComponent(id) };
   return { page: "journeys" };
 }
 

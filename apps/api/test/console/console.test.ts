@@ -1,17 +1,18 @@
 // The web console in a real headless Chromium, served by the server at /console: sign-in with an
 // admin key; a journey's graph whose per-node counts change by themselves when a delay expires;
-// a broadcast's progress to completion; pause and resume. Each page is checked by axe-core (no
+// a broadcast's progress to completion; pause and resume; why a user got no message, from their
+// page and from the deliveries; a segment's size chart. Each page is checked by axe-core (no
 // serious or critical violation), logs no console error (a CSP refusal would be one), and is
 // kept as a screenshot in test-results/console/ (CI keeps it as an artifact; never compared).
 // Needs the console built (`pnpm build`) and a Chromium, like test/http/browser.test.ts.
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findConsole } from "../../src/http/console.ts";
 import { waitFor } from "../broadcasts/support.ts";
-import { findChrome } from "../http/chrome.ts";
+import { findChrome, launchChrome } from "../http/chrome.ts";
 import { identify, segmentWorld, TestClock, track } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { request } from "../support/http.ts";
@@ -45,16 +46,18 @@ async function tab(width = 1280, height = 800) {
 async function accessible(page: Page) {
   await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; help: string }[] }> } }).axe;
-    return (await axe.run()).violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.help}`);
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    return (await axe.run()).violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`);
   });
   expect(violations).toEqual([]);
 }
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) as `${string}.png`, fullPage: true });
 
-async function signIn(page: Page, key: string) {
-  await page.goto(`${t.url}/console/`);
+async function signIn(page: Page, key: string, base = t.url) {
+  await page.goto(`${base}/console/`);
   await page.waitForSelector("#key");
   await page.type("#key", key);
   await page.click("button[type=submit]");
@@ -81,11 +84,7 @@ describe.skipIf(SKIP !== "")(SKIP ? `the console — SKIPPED: ${SKIP}` : "the co
     mkdirSync(SHOTS, { recursive: true });
     receiver = await startReceiver((_r, res) => res.writeHead(200).end());
     t = await createTestApp({ outboundAllowedHosts: ["127.0.0.1"] });
-    browser = await puppeteer.launch({
-      executablePath: chrome,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-    });
+    browser = await launchChrome(chrome!);
   });
   afterAll(async () => {
     await browser?.close();
@@ -168,6 +167,62 @@ describe.skipIf(SKIP !== "")(SKIP ? `the console — SKIPPED: ${SKIP}` : "the co
     await page.close();
   });
 
+  it("shows on a user's page why they got no message, and finds it among the deliveries", { timeout: 60_000 }, async () => {
+    const w = await segmentWorld(t);
+    await w.send([identify("zoe", { plan: "pro" }, Date.now() - 1000)]); // no phone trait
+    const { broadcastId } = await w.admin("POST", "/api/admin/broadcasts/execute", {
+      broadcastName: "Texts",
+      segmentDefinition: { entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value: "pro" } }, nodes: [] },
+      messageTemplateDefinition: { type: "Sms", body: "Hi" },
+    });
+    const { page, errors } = await tab();
+    await signIn(page, w.ws.adminKey);
+    await page.waitForSelector("#journeys-title");
+    await page.goto(`${t.url}/console/#/users/zoe`);
+    await page.waitForSelector("#user-title");
+    await page.waitForFunction(
+      () =>
+        [
+          ...(
+            globalThis as unknown as { document: { querySelectorAll(s: string): { textContent: string | null }[] } }
+          ).document.querySelectorAll('.timeline li[data-kind="delivery"]'),
+        ].some((li) => /Skipped/.test(li.textContent ?? "") && /no phone trait/.test(li.textContent ?? "")),
+      { timeout: 20_000 },
+    );
+    await accessible(page);
+    await shot(page, "user");
+    await page.click('a[href="#/deliveries"]');
+    await page.waitForSelector("#deliveries-title");
+    await page.type('input[placeholder="user id"]', "zoe");
+    await page.type('input[placeholder="broadcast id, or journey:ID"]', broadcastId);
+    await page.click(".filters button[type=submit]");
+    await reads(page, "span[data-reason]", "no phone trait");
+    await accessible(page);
+    await shot(page, "deliveries");
+    // A template previewed for her: the variable she has no value for is flagged.
+    await w.admin("PUT", "/api/admin/content/templates", { name: "Greeting", definition: { type: "Sms", body: "Hi {{ user.nickname }}" } });
+    await page.click('a[href="#/templates"]');
+    await page.waitForSelector("#templates-title");
+    await page.waitForFunction(
+      () =>
+        (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } }).document.querySelectorAll(
+          "select option",
+        ).length > 1,
+    );
+    const greeting = await page.$$eval(
+      "select option",
+      (options) => options.find((o) => o.textContent === "Greeting")?.getAttribute("value") ?? "",
+    );
+    await page.select("select", greeting);
+    await page.type('input[placeholder="user id"]', "zoe");
+    await page.click("button[type=submit]");
+    await page.waitForSelector('[data-unresolved*="nickname"]');
+    await accessible(page);
+    await shot(page, "template-preview");
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it("shows a broadcast's progress to completion, at a phone's width too", { timeout: 60_000 }, async () => {
     const w = await segmentWorld(t);
     await w.send(Array.from({ length: 40 }, (_, i) => identify(`u-${i}`, { plan: "pro" }, Date.now() - 1000)));
@@ -205,11 +260,7 @@ describe.skipIf(SKIP !== "")(SKIP ? `a segment in the console — SKIPPED: ${SKI
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     app = await createTestApp({ clock: clock.read });
-    browser = await puppeteer.launch({
-      executablePath: chrome,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-    });
+    browser = await launchChrome(chrome!);
   });
   afterAll(async () => {
     await browser?.close();
@@ -227,16 +278,8 @@ describe.skipIf(SKIP !== "")(SKIP ? `a segment in the console — SKIPPED: ${SKI
       await w.settle();
       clock.advance(HOUR);
     }
-    const page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 800 });
-    const errors: string[] = [];
-    page.on("console", (m) => {
-      if (m.type() === "error") errors.push(m.text());
-    });
-    await page.goto(`${app.url}/console/`);
-    await page.waitForSelector("#key");
-    await page.type("#key", w.ws.adminKey);
-    await page.click("button[type=submit]");
+    const { page, errors } = await tab();
+    await signIn(page, w.ws.adminKey, app.url);
     await page.waitForSelector("#journeys-title");
     await page.click('a[href="#/segments"]');
     await reads(page, '[data-segment-size="Pro users"]', "10");

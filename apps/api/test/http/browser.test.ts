@@ -4,10 +4,10 @@
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import puppeteer, { type Browser } from "puppeteer-core";
+import type { Browser } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "../support/app.ts";
-import { findChrome } from "./chrome.ts";
+import { findChrome, launchChrome } from "./chrome.ts";
 
 const chrome = findChrome();
 const SKIP_REASON =
@@ -50,11 +50,7 @@ describe.skipIf(!chrome)(chrome ? "a page on another origin in Chromium" : `a pa
     t = await createTestApp();
     site = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(html));
     await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
-    browser = await puppeteer.launch({
-      executablePath: chrome,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-    });
+    browser = await launchChrome(chrome!);
   });
   afterAll(async () => {
     await browser?.close();

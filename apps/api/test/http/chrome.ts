@@ -1,6 +1,7 @@
 // The Chromium the browser tests drive (Debian package `chromium`, or CHROME_PATH).
 import { accessSync, constants } from "node:fs";
 import path from "node:path";
+import puppeteer from "puppeteer-core";
 
 /** CHROME_PATH when set (a wrong path then fails the launch), else the first browser on PATH. */
 export function findChrome(): string | undefined {
@@ -17,3 +18,7 @@ export function findChrome(): string | undefined {
   }
   return undefined;
 }
+
+/** A headless Chromium as the tests run it (no sandbox: tests run as root). */
+export const launchChrome = (executablePath: string) =>
+  puppeteer.launch({ executablePath, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });

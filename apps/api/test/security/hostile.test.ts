@@ -158,7 +158,9 @@ describe("hostile definitions and templates", () => {
     for (const d of deliveries) {
       expect(d.status).toBe("Failed");
       // Liquid's own limit, or, on a machine so loaded that the thread's deadline comes first, the pool's.
-      expect(d.reason).toMatch(/^render error: (definition\.body: Liquid error: .*limit of the message exceeded|ran past its \d+ ms time budget)/);
+      expect(d.reason).toMatch(
+        /^render error: (definition\.body: Liquid error: .*limit of the message exceeded|ran past its \d+ ms time budget)/,
+      );
     }
   });
 });

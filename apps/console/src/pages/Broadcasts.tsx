@@ -3,6 +3,7 @@
 import type { BroadcastResource } from "@tidings/schema";
 import type { TidingsAdmin } from "@tidings/sdk";
 import { useRef, useState } from "react";
+import { Alert } from "../parts.tsx";
 import { usePoll } from "../poll.ts";
 
 const done = (b: BroadcastResource) => b.counts.sent + b.counts.skipped + b.counts.failed;
@@ -33,11 +34,7 @@ export function BroadcastsPage({ admin }: { admin: TidingsAdmin }) {
   return (
     <section aria-labelledby="broadcasts-title">
       <h1 id="broadcasts-title">Broadcasts</h1>
-      {(error || acting) && (
-        <p role="alert" className="error">
-          {error ?? acting}
-        </p>
-      )}
+      <Alert message={error ?? acting} />
       {data && data.length === 0 && <p>No broadcasts yet.</p>}
       {data?.map((b) => {
         const rate = seen.current.get(b.id)?.rate;

@@ -4,6 +4,7 @@ import type { JourneyNodeStats } from "@tidings/schema";
 import type { TidingsAdmin } from "@tidings/sdk";
 import { useState } from "react";
 import { layout, NODE_H, NODE_W, type Placed } from "../graph.ts";
+import { Alert, Table } from "../parts.tsx";
 import { usePoll } from "../poll.ts";
 
 const COUNTS = ["waiting", "reached", "sent", "skipped", "failed", "deferred"] as const;
@@ -19,12 +20,7 @@ export function JourneyPage({ admin, id }: { admin: TidingsAdmin; id: string }) 
     return { journey, stats, templateNames: new Map(templates.items.map((t) => [t.id, t.name])) };
   }, [admin, id, version]);
   const [acting, setActing] = useState<string>();
-  if (error && !data)
-    return (
-      <p role="alert" className="error">
-        {error}
-      </p>
-    );
+  if (error && !data) return <Alert message={error} />;
   if (!data) return <p aria-busy="true">Loading…</p>;
   const { journey, stats, templateNames } = data;
   const setStatus = async (status: "Running" | "Paused") => {
@@ -115,28 +111,12 @@ export function JourneyPage({ admin, id }: { admin: TidingsAdmin; id: string }) 
         <p>This journey has no definition yet (its draft is incomplete).</p>
       )}
       <h2>Runs per version</h2>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Version</th>
-            <th scope="col">Entered</th>
-            <th scope="col">Active</th>
-            <th scope="col">Completed</th>
-            <th scope="col">Converted</th>
-          </tr>
-        </thead>
-        <tbody>
-          {stats.versions.map((v) => (
-            <tr key={v.version}>
-              <td>{v.version}</td>
-              <td>{v.entered}</td>
-              <td>{v.active}</td>
-              <td>{v.completed}</td>
-              <td>{v.converted}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <Table
+        columns={["Version", "Entered", "Active", "Completed", "Converted"]}
+        rows={stats.versions}
+        rowKey={(v) => v.version}
+        cells={(v) => [v.version, v.entered, v.active, v.completed, v.converted]}
+      />
     </section>
   );
 }

@@ -3,6 +3,7 @@
 import type { SegmentDefinition, SegmentSizesResponse } from "@tidings/schema";
 import type { TidingsAdmin } from "@tidings/sdk";
 import { type ReactNode, useState } from "react";
+import { Alert, Table } from "../parts.tsx";
 import { usePoll } from "../poll.ts";
 
 export function SegmentsPage({ admin }: { admin: TidingsAdmin }) {
@@ -10,33 +11,23 @@ export function SegmentsPage({ admin }: { admin: TidingsAdmin }) {
   return (
     <section aria-labelledby="segments-title">
       <h1 id="segments-title">Segments</h1>
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <Alert message={error} />
       {data && data.length === 0 && <p>No segments yet.</p>}
       {data && data.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Members</th>
-              <th scope="col">State</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.map((s) => (
-              <tr key={s.id}>
-                <td>
-                  <a href={`#/segments/${encodeURIComponent(s.id)}`}>{s.name}</a>
-                </td>
-                <td data-segment-size={s.name}>{s.memberCount}</td>
-                <td>{s.failing ? `failing: ${s.failing.reason}` : "current"}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <Table
+          columns={["Name", "Members", "State"]}
+          rows={data}
+          rowKey={(s) => s.id}
+          cells={(s) => [
+            <a key="name" href={`#/segments/${encodeURIComponent(s.id)}`}>
+              {s.name}
+            </a>,
+            <span key="size" data-segment-size={s.name}>
+              {s.memberCount}
+            </span>,
+            s.failing ? `failing: ${s.failing.reason}` : "current",
+          ]}
+        />
       )}
     </section>
   );
@@ -54,12 +45,7 @@ export function SegmentPage({ admin, id }: { admin: TidingsAdmin; id: string }) 
     ]);
     return { segment, sizes, members: members.items };
   }, [admin, id, interval]);
-  if (error && !data)
-    return (
-      <p role="alert" className="error">
-        {error}
-      </p>
-    );
+  if (error && !data) return <Alert message={error} />;
   if (!data) return <p aria-busy="true">Loading…</p>;
   const { segment, sizes, members } = data;
   const shown = members.filter((m) => m.userId.toLowerCase().includes(search.trim().toLowerCase()));

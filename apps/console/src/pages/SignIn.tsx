@@ -1,6 +1,7 @@
 // Sign-in with an admin API key: checked against the server, then kept for this tab only.
 import type { TidingsAdmin } from "@tidings/sdk";
 import { type FormEvent, useState } from "react";
+import { Alert } from "../parts.tsx";
 import { adminClient, storeKey } from "../session.ts";
 
 export function SignIn({ onSignedIn }: { onSignedIn: (admin: TidingsAdmin) => void }) {
@@ -32,11 +33,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (admin: TidingsAdmin) => vo
         <button type="submit" disabled={busy || key.trim() === ""}>
           Sign in
         </button>
-        {error && (
-          <p role="alert" className="error">
-            {error}
-          </p>
-        )}
+        <Alert message={error} />
       </form>
     </main>
   );
