@@ -17,7 +17,16 @@ import { dirname, join, relative, sep } from "node:path";
 /** Where the stamp of the package in `dir` lives. */
 const stampPath = (dir) => join(dir, "node_modules", ".cache", "tidings-build-stamp.json");
 
-const PACKAGE_INPUTS = ["src", "package.json", "tsup.config.ts", "vite.config.ts", "index.html", "tsconfig.json", "prisma/schema.prisma", "scripts"];
+const PACKAGE_INPUTS = [
+  "src",
+  "package.json",
+  "tsup.config.ts",
+  "vite.config.ts",
+  "index.html",
+  "tsconfig.json",
+  "prisma/schema.prisma",
+  "scripts",
+];
 const SKIPPED_DIRS = new Set(["src/generated", "node_modules", "dist"]);
 const SHARED_INPUTS = ["tsconfig.base.json", "pnpm-lock.yaml", "scripts/build.mjs", "scripts/stamps.mjs"];
 
