@@ -1,4 +1,4 @@
-// Pieces every page uses: an error line, and a table of rows.
+// Pieces every page uses: an error line, a page's state before its first answer, a table of rows.
 import type { ReactNode } from "react";
 
 /** Says what went wrong (announced to screen readers); nothing without a message. */
@@ -9,6 +9,11 @@ export function Alert({ message }: { message: string | undefined }) {
       {message}
     </p>
   );
+}
+
+/** What a page shows before its first answer: the error, else that it is loading. */
+export function Pending({ error }: { error: string | undefined }) {
+  return error ? <Alert message={error} /> : <p aria-busy="true">Loading…</p>;
 }
 
 /** A table: its column headings, then one row of cells per item. */

@@ -4,7 +4,7 @@ import type { JourneyNodeStats } from "@tidings/schema";
 import type { TidingsAdmin } from "@tidings/sdk";
 import { useState } from "react";
 import { layout, NODE_H, NODE_W, type Placed } from "../graph.ts";
-import { Alert, Table } from "../parts.tsx";
+import { Pending, Table } from "../parts.tsx";
 import { usePoll } from "../poll.ts";
 
 const COUNTS = ["waiting", "reached", "sent", "skipped", "failed", "deferred"] as const;
@@ -20,8 +20,7 @@ export function JourneyPage({ admin, id }: { admin: TidingsAdmin; id: string }) 
     return { journey, stats, templateNames: new Map(templates.items.map((t) => [t.id, t.name])) };
   }, [admin, id, version]);
   const [acting, setActing] = useState<string>();
-  if (error && !data) return <Alert message={error} />;
-  if (!data) return <p aria-busy="true">Loading…</p>;
+  if (!data) return <Pending error={error} />;
   const { journey, stats, templateNames } = data;
   const setStatus = async (status: "Running" | "Paused") => {
     setActing(undefined);

@@ -3,7 +3,7 @@
 import type { SegmentDefinition, SegmentSizesResponse } from "@tidings/schema";
 import type { TidingsAdmin } from "@tidings/sdk";
 import { type ReactNode, useState } from "react";
-import { Alert, Table } from "../parts.tsx";
+import { Alert, Pending, Table } from "../parts.tsx";
 import { usePoll } from "../poll.ts";
 
 export function SegmentsPage({ admin }: { admin: TidingsAdmin }) {
@@ -45,8 +45,7 @@ export function SegmentPage({ admin, id }: { admin: TidingsAdmin; id: string }) 
     ]);
     return { segment, sizes, members: members.items };
   }, [admin, id, interval]);
-  if (error && !data) return <Alert message={error} />;
-  if (!data) return <p aria-busy="true">Loading…</p>;
+  if (!data) return <Pending error={error} />;
   const { segment, sizes, members } = data;
   const shown = members.filter((m) => m.userId.toLowerCase().includes(search.trim().toLowerCase()));
   return (

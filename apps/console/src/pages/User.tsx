@@ -2,7 +2,7 @@
 // when), their journey runs (entered, where they are or ended) and every delivery with its status
 // and reason — why a message went, waits or did not go.
 import type { TidingsAdmin } from "@tidings/sdk";
-import { Alert } from "../parts.tsx";
+import { Pending } from "../parts.tsx";
 import { usePoll } from "../poll.ts";
 
 interface Moment {
@@ -41,8 +41,7 @@ export function UserPage({ admin, userId }: { admin: TidingsAdmin; userId: strin
     [admin, userId],
     5000,
   );
-  if (error && !data) return <Alert message={error} />;
-  if (!data) return <p aria-busy="true">Loading…</p>;
+  if (!data) return <Pending error={error} />;
   const { user, moments } = data;
   return (
     <section aria-labelledby="user-title">
