@@ -1,7 +1,7 @@
 // The read side of the journey runtime: a journey's runs, a user's runs, and the stats.
 import { EXIT_NODE_ID, type JourneyDefinition, type JourneyRun, type JourneyRunListQuery, type JourneyStats } from "@tidings/schema";
 import type { PrismaClient } from "../db/client.ts";
-import { empty, prismaRows, sql } from "../db/sql.ts";
+import { empty, prismaRows, type Sql, sql } from "../db/sql.ts";
 import type { JourneyRun as RunRow, Prisma } from "../generated/prisma/client.ts";
 import { notFound } from "../lib/errors.ts";
 import { decodeCursor, invalidCursor, page } from "../http/pagination.ts";
@@ -55,6 +55,11 @@ const RUN_COUNTS = sql`count(*)::int AS entered,
   count(*) FILTER (WHERE status = 'Completed')::int AS completed,
   count(*) FILTER (WHERE status = 'Converted')::int AS converted`;
 
+interface NodeCount {
+  node_id: string;
+  n: number;
+}
+
 interface Counts {
   entered: number;
   active: number;
@@ -73,29 +78,30 @@ export async function journeyStats(prisma: PrismaClient, workspaceId: string, jo
     if (!v) throw notFound(`Version ${version} of journey ${journeyId}`);
     definition = v.definition as JourneyDefinition;
   }
-  const [totals, perVersion, waiting, reached, messages] = await Promise.all([
-    prismaRows<Counts>(prisma, sql`SELECT ${RUN_COUNTS} FROM journey_runs WHERE ${ws} ${only}`),
-    prismaRows<Counts & { version: number }>(
-      prisma,
-      sql`SELECT version, ${RUN_COUNTS} FROM journey_runs WHERE ${ws} GROUP BY version ORDER BY version`,
-    ),
-    prismaRows<{ node_id: string; n: number }>(
-      prisma,
-      sql`SELECT node_id, count(*)::int AS n FROM journey_runs WHERE ${ws} ${only} AND status = 'Active' GROUP BY node_id`,
-    ),
-    prismaRows<{ node_id: string; n: number }>(
-      prisma,
-      sql`SELECT node_id, sum(reached)::int AS n FROM journey_node_counts WHERE ${ws} ${only} GROUP BY node_id`,
-    ),
-    prismaRows<{ node_id: string; status: string; n: number }>(
-      prisma,
-      sql`SELECT d.node_id, d.status::text AS status, count(*)::int AS n FROM deliveries d
-      WHERE d.workspace_id = ${workspaceId}::uuid AND d.journey_id = ${journeyId}::uuid
-        ${version === undefined ? empty : sql`AND d.run_id IN (SELECT id FROM journey_runs WHERE ${ws} AND version = ${version})`}
-      GROUP BY d.node_id, d.status`,
-    ),
-  ]);
-  const byNode = (rows: { node_id: string; n: number }[]) => new Map(rows.map((r) => [r.node_id, r.n]));
+  // One statement, so one snapshot for every count: read apart, a run moving on between two reads
+  // would show at both nodes, or at neither.
+  const rows = (query: Sql) => sql`(SELECT coalesce(json_agg(r), '[]'::json) FROM (${query}) r)`;
+  const [read] = await prismaRows<{
+    totals: Counts[];
+    perVersion: (Counts & { version: number })[];
+    waiting: NodeCount[];
+    reached: NodeCount[];
+    messages: (NodeCount & { status: string })[];
+  }>(
+    prisma,
+    sql`SELECT
+      ${rows(sql`SELECT ${RUN_COUNTS} FROM journey_runs WHERE ${ws} ${only}`)} AS totals,
+      ${rows(sql`SELECT version, ${RUN_COUNTS} FROM journey_runs WHERE ${ws} GROUP BY version`)} AS "perVersion",
+      ${rows(sql`SELECT node_id, count(*)::int AS n FROM journey_runs WHERE ${ws} ${only} AND status = 'Active' GROUP BY node_id`)} AS waiting,
+      ${rows(sql`SELECT node_id, sum(reached)::int AS n FROM journey_node_counts WHERE ${ws} ${only} GROUP BY node_id`)} AS reached,
+      ${rows(sql`SELECT d.node_id, d.status::text AS status, count(*)::int AS n FROM deliveries d
+        WHERE d.workspace_id = ${workspaceId}::uuid AND d.journey_id = ${journeyId}::uuid
+          ${version === undefined ? empty : sql`AND d.run_id IN (SELECT id FROM journey_runs WHERE ${ws} AND version = ${version})`}
+        GROUP BY d.node_id, d.status`)} AS messages`,
+  );
+  const { totals, waiting, reached, messages } = read!;
+  const perVersion = read!.perVersion.sort((x, y) => x.version - y.version);
+  const byNode = (rows: NodeCount[]) => new Map(rows.map((r) => [r.node_id, r.n]));
   const [waitingAt, reachedAt] = [byNode(waiting), byNode(reached)];
   const sent = (nodeId: string, ...statuses: string[]) =>
     messages.filter((m) => m.node_id === nodeId && statuses.includes(m.status)).reduce((a, m) => a + m.n, 0);

@@ -490,6 +490,46 @@ describe("runs and lifecycle", () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error.issues.map((i: any) => i.path)).toEqual(["exitSegmentId"]);
   });
+
+  it("stats read every count in one snapshot: a run that moves on while they are read shows at one node only", async () => {
+    await world();
+    const seg = await w.manualSegment();
+    await w.add(seg, ["ann"]);
+    await w.settle();
+    const j = await w.journey({ status: "Running", definition: definition({ segment: seg }, [message("hello", await w.template("snap"))]) });
+    await waitFor(
+      () => w.runs(j.id),
+      (rs) => rs.length === 1 && rs[0].status === "Completed",
+    );
+    // Another process puts the run back at its message node with its message queued, and holds the
+    // deliveries until the stats have begun reading; the stats see all of it or none of it.
+    const other = await t.ctx.db.pool.connect();
+    try {
+      await other.query("BEGIN");
+      await other.query(
+        "UPDATE journey_runs SET status = 'Active', node_id = 'hello', waiting = true, ended_at = NULL WHERE workspace_id = $1 AND journey_id = $2",
+        [w.ws.id, j.id],
+      );
+      await other.query("LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE");
+      await other.query("UPDATE deliveries SET status = 'Queued' WHERE workspace_id = $1 AND journey_id = $2", [w.ws.id, j.id]);
+      const reading = w.stats(j.id);
+      await waitFor(
+        async () =>
+          (await t.ctx.db.pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%d.status::text AS status%'")).rowCount,
+        (n) => n > 0,
+      );
+      await other.query("COMMIT");
+      // Before the move (completed, sent) or after it (waiting, queued); never half of each.
+      const { active, completed, nodes } = await reading;
+      const { waiting, sent, queued } = nodes[0];
+      expect([
+        [0, 1, 0, 1, 0],
+        [1, 0, 1, 0, 1],
+      ]).toContainEqual([active, completed, waiting, sent, queued]);
+    } finally {
+      other.release();
+    }
+  });
 });
 
 describe("the interface specification's editor draft", () => {
