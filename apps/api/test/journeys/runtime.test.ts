@@ -496,7 +496,10 @@ describe("runs and lifecycle", () => {
     const seg = await w.manualSegment();
     await w.add(seg, ["ann"]);
     await w.settle();
-    const j = await w.journey({ status: "Running", definition: definition({ segment: seg }, [message("hello", await w.template("snap"))]) });
+    const j = await w.journey({
+      status: "Running",
+      definition: definition({ segment: seg }, [message("hello", await w.template("snap"))]),
+    });
     await waitFor(
       () => w.runs(j.id),
       (rs) => rs.length === 1 && rs[0].status === "Completed",
@@ -515,8 +518,12 @@ describe("runs and lifecycle", () => {
       const reading = w.stats(j.id);
       await waitFor(
         async () =>
-          (await t.ctx.db.pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%d.status::text AS status%'")).rowCount,
-        (n) => n > 0,
+          (
+            await t.ctx.db.pool.query(
+              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%d.status::text AS status%'",
+            )
+          ).rowCount,
+        (n) => (n ?? 0) > 0,
       );
       await other.query("COMMIT");
       // Before the move (completed, sent) or after it (waiting, queued); never half of each.
