@@ -76,7 +76,7 @@ export async function gate(
 }
 
 /** One user's pair with one cap in scope, and where the cap's window starts for them. */
-interface Pair {
+export interface Pair {
   user: string;
   cap: number;
   since: number;
@@ -121,19 +121,27 @@ async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string,
 }
 
 /**
- * Per pair, `aggregate` over the user's counted sends in the cap's window: read once for the
- * pairs' users (an index lookup per user). This chunk's own rows, made Sending by this transaction,
- * are the row versions it wrote (xmin is its id) and are left out.
+ * Per pair, `aggregate` over the user's counted sends in the cap's window: read by one index probe
+ * per user (deliveries by workspace and user), whatever the statistics say. The probe is fenced
+ * (OFFSET 0: not pulled up into a join that could scan the workspace), and the status is compared
+ * as text so an index leading with the status is never taken for it: on statistics a burst of
+ * sends has made stale, one was, reading every Sent row of the workspace per chunk. This chunk's
+ * own rows, made Sending by this transaction, are the row versions it wrote (xmin is its id) and
+ * are left out.
  */
-function countedSends(workspaceId: string, p: Policies, list: Pair[], aggregate: Sql) {
+export function countedSends(workspaceId: string, p: Policies, list: Pair[], aggregate: Sql) {
   const caps = p.frequencyCaps;
   const earliest = new Date(Math.min(...list.map((x) => x.since))).toISOString();
   return sql`WITH sent AS (
-       SELECT d.user_id, d.channel::text AS channel, d.category, coalesce(d.sent_at, d.due_at) AS at
-       FROM deliveries d
-       WHERE d.workspace_id = ${workspaceId} AND d.user_id = ANY(${[...new Set(list.map((x) => x.user))]}::text[])
-         AND (d.status = 'Sent' OR (d.status = 'Sending' AND d.xmin <> pg_current_xact_id()::xid))
-         AND coalesce(d.sent_at, d.due_at) >= ${earliest}::timestamptz)
+       SELECT u.id AS user_id, s.channel, s.category, s.at
+       FROM unnest(${[...new Set(list.map((x) => x.user))]}::text[]) AS u(id)
+       CROSS JOIN LATERAL (
+         SELECT d.channel::text AS channel, d.category, coalesce(d.sent_at, d.due_at) AS at
+         FROM deliveries d
+         WHERE d.workspace_id = ${workspaceId} AND d.user_id = u.id
+           AND (d.status::text = 'Sent' OR (d.status::text = 'Sending' AND d.xmin <> pg_current_xact_id()::xid))
+           AND coalesce(d.sent_at, d.due_at) >= ${earliest}::timestamptz
+         OFFSET 0) s)
      SELECT c.user_id, c.cap, ${aggregate}
      FROM unnest(${list.map((x) => x.user)}::text[], ${list.map((x) => x.cap)}::int[], ${list.map((x) => new Date(x.since).toISOString())}::timestamptz[],
        ${list.map((x) => caps[x.cap]!.channel ?? null)}::text[], ${list.map((x) => caps[x.cap]!.category ?? null)}::text[],
