@@ -266,6 +266,8 @@ describe("tidings journeys stats|runs", () => {
     expect(converted.items.map((r) => r.userId)).toEqual(["tara"]);
     const user = await cli("users", "get", "tara");
     expect(user.stdout).toMatch(/^Journey runs\nJOURNEY\s+STATUS\s+NODE\s+ENTERED\nTrial nudge\s+Converted\s+wait\s+\d{4}-/m);
+    expect(user.stdout).toMatch(/^Segment entries and exits\nTIME\s+SEGMENT\s+CHANGE\n(\d{4}-\S+ \S+\s+\S.*\s+(entered|left)\n)+/m);
+    expect(user.stdout).toMatch(/^\d{4}-\S+ \S+\s+Churned\s+entered$/m);
 
     const out = await cli("journeys", "stats", "Trial nudge");
     expect(out.stdout).toMatch(/^ENTERED\s+ACTIVE\s+COMPLETED\s+CONVERTED\n\s*2\s+1\s+0\s+1$/m);

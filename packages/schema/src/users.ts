@@ -22,6 +22,19 @@ export const UserResource = z.object({
   segments: z
     .array(z.object({ segmentId: z.uuid(), name: z.string(), enteredAt: EpochMillis.describe("When the user entered the segment.") }))
     .describe("The segments the user is a member of now, by name."),
+  segmentChanges: z
+    .array(
+      z.object({
+        segmentId: z.uuid(),
+        name: z.string(),
+        entered: z.boolean().describe("true: the user entered the segment; false: the user left it."),
+        at: EpochMillis,
+      }),
+    )
+    .optional()
+    .describe(
+      "The user's latest segment entries and exits, newest first (up to 50), from the membership history (kept for TIDINGS_EVENT_RETENTION_DAYS).",
+    ),
   journeyRuns: z
     .array(JourneyRun.extend({ journeyName: z.string() }))
     .optional()

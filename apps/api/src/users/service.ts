@@ -56,7 +56,7 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
   const profile = await prisma.profile.findUnique({ where: { workspaceId_profileId: { workspaceId, profileId } } });
   if (!profile) throw notFound(`User ${JSON.stringify(userId)}`);
   const ids = [profileId, ...identities];
-  const [events, span, memberships, segments, journeyRuns] = await Promise.all([
+  const [events, span, memberships, segments, changes, journeyRuns] = await Promise.all([
     prisma.event.findMany({
       where: { workspaceId, identityId: { in: ids } },
       orderBy: [{ eventTime: "desc" }, { messageId: "desc" }],
@@ -65,15 +65,19 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
     prisma.event.aggregate({ where: { workspaceId, identityId: { in: ids } }, _min: { eventTime: true }, _max: { eventTime: true } }),
     prisma.groupMembership.findMany({ where: { workspaceId, profileId }, orderBy: { joinedAt: "asc" } }),
     prisma.segmentMembership.findMany({ where: { workspaceId, profileId } }),
+    prisma.segmentMembershipChange.findMany({ where: { workspaceId, profileId }, orderBy: [{ at: "desc" }, { id: "desc" }], take: 50 }),
     userRuns(prisma, workspaceId, profileId),
   ]);
   const [groups, segmentRows] = await Promise.all([
     memberships.length ? prisma.group.findMany({ where: { workspaceId, groupId: { in: memberships.map((m) => m.groupId) } } }) : [],
-    segments.length
-      ? prisma.segment.findMany({ where: { workspaceId, id: { in: segments.map((m) => m.segmentId) } }, select: { id: true, name: true } })
+    segments.length || changes.length
+      ? prisma.segment.findMany({
+          where: { workspaceId, id: { in: [...new Set([...segments, ...changes].map((m) => m.segmentId))] } },
+          select: { id: true, name: true },
+        })
       : [],
   ]);
-  // A segment deleted since its memberships were read is left out.
+  // A segment deleted since its memberships (or changes) were read is left out.
   const segmentNames = new Map(segmentRows.map((s) => [s.id, s.name]));
   const groupTraits = new Map(groups.map((g) => [g.groupId, g.traits as Record<string, unknown>]));
   return {
@@ -91,6 +95,10 @@ export async function getUser(prisma: PrismaClient, workspaceId: string, userId:
         return name === undefined ? [] : [{ segmentId: m.segmentId, name, enteredAt: m.enteredAt.getTime() }];
       })
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    segmentChanges: changes.flatMap((c) => {
+      const name = segmentNames.get(c.segmentId);
+      return name === undefined ? [] : [{ segmentId: c.segmentId, name, entered: c.entered, at: c.at.getTime() }];
+    }),
     journeyRuns,
   };
 }

@@ -1,9 +1,10 @@
 // The web console in a real headless Chromium, served by the server at /console: sign-in with an
 // admin key; a journey's graph whose per-node counts change by themselves when a delay expires;
 // a broadcast's progress to completion; pause and resume; why a user got no message, from their
-// page and from the deliveries; a segment's size chart. Each page is checked by axe-core (no
-// serious or critical violation), logs no console error (a CSP refusal would be one), and is
-// kept as a screenshot in test-results/console/ (CI keeps it as an artifact; never compared).
+// page (with the segment they left) and from the deliveries; a segment's size chart. Each page is
+// checked by axe-core (no serious or critical violation), logs no console error (a CSP refusal
+// would be one), and is kept as a screenshot in test-results/console/ (CI keeps it as an artifact;
+// never compared).
 // Needs the console built (`pnpm build`) and a Chromium, like test/http/browser.test.ts.
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -174,6 +175,12 @@ describe.skipIf(SKIP !== "")(SKIP ? `the console — SKIPPED: ${SKIP}` : "the co
   it("shows on a user's page why they got no message, and finds it among the deliveries", { timeout: 60_000 }, async () => {
     const w = await segmentWorld(t);
     await w.send([identify("zoe", { plan: "pro" }, Date.now() - 1000)]); // no phone trait
+    // She was on a trial, and left it.
+    const trial = await w.segment(undefined, "Trial");
+    for (const change of [{ add: ["zoe"] }, { remove: ["zoe"] }]) {
+      await w.admin("PUT", `/api/admin/segments/${trial}/members`, change);
+      await w.settle();
+    }
     const { broadcastId } = await w.admin("POST", "/api/admin/broadcasts/execute", {
       broadcastName: "Texts",
       segmentDefinition: { entryNode: { type: "Trait", id: "p", path: "plan", operator: { type: "Equals", value: "pro" } }, nodes: [] },
@@ -193,6 +200,8 @@ describe.skipIf(SKIP !== "")(SKIP ? `the console — SKIPPED: ${SKIP}` : "the co
         ].some((li) => /Skipped/.test(li.textContent ?? "") && /no phone trait/.test(li.textContent ?? "")),
       { timeout: 20_000 },
     );
+    const segmentMoments = await page.$$eval('.timeline li[data-kind="segment"]', (lis) => lis.map((li) => li.textContent ?? ""));
+    expect(segmentMoments.filter((m) => /segment Trial/.test(m)).map((m) => /left/.test(m))).toEqual([true, false]);
     await accessible(page);
     await shot(page, "user");
     await page.click('a[href="#/deliveries"]');

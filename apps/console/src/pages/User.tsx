@@ -1,6 +1,6 @@
-// A user's story in one timeline, newest first: their events, the segments they are in (since
-// when), their journey runs (entered, where they are or ended) and every delivery with its status
-// and reason — why a message went, waits or did not go.
+// A user's story in one timeline, newest first: their events, the segments they entered and left,
+// their journey runs (entered, where they are or ended) and every delivery with its status and
+// reason — why a message went, waits or did not go.
 import type { TidingsAdmin } from "@tidings/sdk";
 import { Pending } from "../parts.tsx";
 import { usePoll } from "../poll.ts";
@@ -22,7 +22,16 @@ export function UserPage({ admin, userId }: { admin: TidingsAdmin; userId: strin
           kind: "event" as const,
           text: `${e.type}${e.event ? ` "${e.event}"` : ""}`,
         })),
-        ...user.segments.map((s) => ({ at: s.enteredAt, kind: "segment" as const, text: `entered segment ${s.name}` })),
+        // Entries and exits from the membership history; a current membership older than the
+        // history kept still shows when it began.
+        ...(user.segmentChanges ?? []).map((c) => ({
+          at: c.at,
+          kind: "segment" as const,
+          text: `${c.entered ? "entered" : "left"} segment ${c.name}`,
+        })),
+        ...user.segments
+          .filter((s) => !user.segmentChanges?.some((c) => c.entered && c.segmentId === s.segmentId && c.at === s.enteredAt))
+          .map((s) => ({ at: s.enteredAt, kind: "segment" as const, text: `entered segment ${s.name}` })),
         ...(user.journeyRuns ?? []).flatMap((r) => [
           { at: r.enteredAt, kind: "journey" as const, text: `entered journey ${r.journeyName} (version ${r.version})` },
           r.endedAt

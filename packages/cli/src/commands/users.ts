@@ -55,6 +55,14 @@ export function registerUserCommands(program: Command) {
           { header: "ID", value: (s) => s.segmentId },
           { header: "ENTERED", value: (s) => formatTime(s.enteredAt) },
         ]);
+        if (u.segmentChanges?.length) {
+          ctx.out.line("\nSegment entries and exits");
+          ctx.out.table(u.segmentChanges, [
+            { header: "TIME", value: (c) => formatTime(c.at) },
+            { header: "SEGMENT", value: (c) => c.name },
+            { header: "CHANGE", value: (c) => (c.entered ? "entered" : "left") },
+          ]);
+        }
         if (u.journeyRuns?.length) {
           ctx.out.line("\nJourney runs");
           ctx.out.table(u.journeyRuns, [
