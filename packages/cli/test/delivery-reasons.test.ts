@@ -198,6 +198,10 @@ definition:
     };
     expect(json.items.map((u) => u.userId)).toEqual(["ada", "bob"]);
     expect(json.items[0]!.enteredAt).toBeGreaterThan(Date.now() - 600_000);
+    const searched = JSON.parse((await cli("segments", "members", "Pro", "--search", "BO", "--json")).stdout) as {
+      items: { userId: string }[];
+    };
+    expect(searched.items.map((u) => u.userId)).toEqual(["bob"]);
 
     const users = await cli("users", "list", "--segment", "Pro");
     expect(users.stdout).toMatch(/^USER ID\s+ENTERED\s+FIRST SEEN\s+TRAITS$/m);

@@ -428,7 +428,16 @@ export const SegmentUser = z.object({
 });
 export type SegmentUser = z.infer<typeof SegmentUser>;
 
-export const SegmentUsersQuery = ListQuery;
+export const SegmentUsersQuery = ListQuery.extend({
+  search: z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .describe(
+      "Only members whose user id contains this text (case-insensitive). The members are read in user-id order until a page is full: a search matching few of a large segment's members reads much of it.",
+    ),
+});
 export type SegmentUsersQuery = z.infer<typeof SegmentUsersQuery>;
 
 export const SegmentUsersResponse = listResponse("users", SegmentUser);

@@ -42,11 +42,15 @@ export async function changeMembers(
   });
 }
 
-/** Current members ordered by user id, keyset-paginated. */
+/** Current members ordered by user id, keyset-paginated; with `search`, those whose id contains it. */
 export async function listSegmentUsers(prisma: PrismaClient, workspaceId: string, segmentId: string, query: SegmentUsersQuery) {
   await findSegment(prisma, workspaceId, segmentId);
   const where: Prisma.SegmentMembershipWhereInput = { workspaceId, segmentId };
-  if (query.cursor) where.profileId = { gt: decodeCursor(query.cursor, ["string"])[0] };
+  where.profileId = {
+    ...(query.cursor ? { gt: decodeCursor(query.cursor, ["string"])[0] } : {}),
+    // Prisma passes `contains` to ILIKE as it is: LIKE's wildcards (and its escape) are escaped here.
+    ...(query.search ? { contains: query.search.replace(/[\\%_]/g, "\\$&"), mode: "insensitive" as const } : {}),
+  };
   const rows = await prisma.segmentMembership.findMany({ where, orderBy: { profileId: "asc" }, take: query.limit + 1 });
   const result = page(
     rows,

@@ -144,4 +144,40 @@ describe("GET /api/admin/segments/:id/users", () => {
     expect(pages).toBe(3);
     expect(seen).toEqual([...ids].sort());
   });
+
+  it("searches members by part of their user id, case-insensitively, page by page, in its own workspace only", async () => {
+    const ids = ["Ann-1", "bob", "joANNa", "ann_2", "annex%", "zed", "back\\slash"];
+    const seg = await putSegment({ name: "Searched members" });
+    await members(seg.id, { add: ids });
+    // Another workspace with the same segment name and user ids.
+    const other = await t.newWorkspace();
+    const theirs = await request(t.url, "PUT", "/api/admin/segments", {
+      headers: bearer(other.adminKey),
+      body: { name: "Searched members" },
+    });
+    await request(t.url, "PUT", `/api/admin/segments/${theirs.body.id}/members`, {
+      headers: bearer(other.adminKey),
+      body: { add: ["Ann-3"] },
+    });
+
+    const found = async (search: string, limit = 10) => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await users(seg.id, `?search=${encodeURIComponent(search)}&limit=${limit}${cursor ? `&cursor=${cursor}` : ""}`);
+        seen.push(...page.items.map((u) => u.userId));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return seen;
+    };
+    expect(await found("ann")).toEqual(["Ann-1", "ann_2", "annex%", "joANNa"]);
+    expect(await found("ann", 1)).toEqual(["Ann-1", "ann_2", "annex%", "joANNa"]);
+    // LIKE's wildcards are plain text here.
+    expect(await found("_")).toEqual(["ann_2"]);
+    expect(await found("%")).toEqual(["annex%"]);
+    expect(await found("\\")).toEqual(["back\\slash"]);
+    expect(await found("nobody")).toEqual([]);
+    const empty = await request(t.url, "GET", `/api/admin/segments/${seg.id}/users?search=`, { headers: admin() });
+    expect(empty.status).toBe(400);
+  });
 });

@@ -38,16 +38,17 @@ export function SegmentPage({ admin, id }: { admin: TidingsAdmin; id: string }) 
   const [search, setSearch] = useState("");
   const { data, error } = usePoll(async () => {
     const span = interval === "hour" ? 2 * 86_400_000 : 30 * 86_400_000;
-    const [segment, sizes, members] = await Promise.all([
-      admin.segments.get(id),
-      admin.segments.sizes(id, { interval, from: Date.now() - span }),
-      admin.segments.users.list(id, { limit: 500 }).page(),
-    ]);
-    return { segment, sizes, members: members.items };
+    const [segment, sizes] = await Promise.all([admin.segments.get(id), admin.segments.sizes(id, { interval, from: Date.now() - span })]);
+    return { segment, sizes };
   }, [admin, id, interval]);
+  // The server searches every member (by part of the user id); the first 100 found are shown.
+  const query = search.trim();
+  const members = usePoll(
+    () => admin.segments.users.list(id, { limit: 100, ...(query ? { search: query } : {}) }).page(),
+    [admin, id, query],
+  );
   if (!data) return <Pending error={error} />;
-  const { segment, sizes, members } = data;
-  const shown = members.filter((m) => m.userId.toLowerCase().includes(search.trim().toLowerCase()));
+  const { segment, sizes } = data;
   return (
     <section aria-labelledby="segment-title">
       <p>
@@ -72,14 +73,16 @@ export function SegmentPage({ admin, id }: { admin: TidingsAdmin; id: string }) 
       <label>
         Find a user <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="user id" />
       </label>
+      <Alert message={members.error} />
       <ul className="members" aria-label="Members">
-        {shown.slice(0, 100).map((m) => (
+        {(members.data?.items ?? []).map((m) => (
           <li key={m.userId}>
-            {m.userId} <span className="hint">since {new Date(m.enteredAt).toLocaleString()}</span>
+            <a href={`#/users/${encodeURIComponent(m.userId)}`}>{m.userId}</a>{" "}
+            <span className="hint">since {new Date(m.enteredAt).toLocaleString()}</span>
           </li>
         ))}
       </ul>
-      {members.length === 500 && <p className="hint">The search looks at the first 500 members (by user id).</p>}
+      {members.data?.nextCursor && <p className="hint">The first 100 found, by user id: narrow the search to find others.</p>}
     </section>
   );
 }

@@ -71,16 +71,20 @@ function registerSegmentMembers(group: Command, kind: ResourceKind) {
     .description("List a segment's current members, ordered by user id, with when each entered it")
     .argument("<id-or-name>", "the segment's id or name")
     .addOption(new Option("--limit <n>", "page size").argParser(positiveInt(500)).default(100))
+    .option("--search <text>", "only members whose user id contains this text (case-insensitive)")
     .option("--cursor <cursor>", "continue from a previous page's nextCursor")
     .option("--all", "every page")
     .action(
-      action(async (ctx, ref: string, opts: { limit: number; cursor?: string; all?: boolean }) => {
+      action(async (ctx, ref: string, opts: { limit: number; search?: string; cursor?: string; all?: boolean }) => {
         const segment = isUuid(ref) ? { id: ref } : await resolveResource(ctx.api, kind, ref);
         const users: SegmentUser[] = [];
         let cursor = opts.cursor;
         let next: string | null;
         do {
-          const page = await ctx.api.call("segments.users.list", { params: { id: segment.id }, query: { limit: opts.limit, cursor } });
+          const page = await ctx.api.call("segments.users.list", {
+            params: { id: segment.id },
+            query: { limit: opts.limit, cursor, search: opts.search },
+          });
           users.push(...page.items);
           next = page.nextCursor;
           cursor = next ?? undefined;
