@@ -24,7 +24,7 @@ export interface RetentionDeps {
 export function createRetention({ pool, jobs, registry, policy, clock, slices }: RetentionDeps) {
   const pruned = new client.Counter({
     name: "tidings_retention_pruned_total",
-    help: "Rows removed by retention: events, membership_changes (segment history), delivery_bodies (rendered messages cleared)",
+    help: "Rows removed by retention: events, membership_changes (segment history), segment_sizes (size history), delivery_bodies (rendered messages cleared)",
     labelNames: ["kind"] as const,
     registers: [registry],
   });

@@ -5,10 +5,10 @@ import type pg from "pg";
 import { empty, type Param, param, type Sql, sql } from "../db/sql.ts";
 import { oldestChangeOf } from "../outbox/index.ts";
 
-/** What retention removes: events, segment membership history, deliveries' rendered messages. */
-export type PruneKind = "events" | "membership_changes" | "delivery_bodies";
+/** What retention removes: events, segment membership history and size history, deliveries' rendered messages. */
+export type PruneKind = "events" | "membership_changes" | "segment_sizes" | "delivery_bodies";
 
-export const PRUNE_KINDS: readonly PruneKind[] = ["events", "membership_changes", "delivery_bodies"];
+export const PRUNE_KINDS: readonly PruneKind[] = ["events", "membership_changes", "segment_sizes", "delivery_bodies"];
 
 /** Where a slice resumes: `kind`, at the first workspace whose id is ≥ `from` (null: the first). */
 export interface PruneCursor {
@@ -41,6 +41,15 @@ const BATCH: Record<PruneKind, (ws: Param, cutoff: Date, size: number) => Sql> =
       SELECT id FROM segment_membership_changes WHERE workspace_id = ${ws} AND at < ${cutoff}
       LIMIT ${size} FOR UPDATE SKIP LOCKED)
     DELETE FROM segment_membership_changes c USING old WHERE c.workspace_id = ${ws} AND c.id = old.id`,
+  // A segment's size at the cutoff stays (its newest row at or before it): the history answers
+  // for the hours after the cutoff, whenever the segment last changed.
+  segment_sizes: (ws, cutoff, size) => sql`WITH old AS MATERIALIZED (
+      SELECT s.segment_id, s.hour FROM segment_sizes s
+      WHERE s.workspace_id = ${ws} AND s.hour < ${cutoff}
+        AND EXISTS (SELECT 1 FROM segment_sizes n
+          WHERE n.workspace_id = ${ws} AND n.segment_id = s.segment_id AND n.hour > s.hour AND n.hour <= ${cutoff})
+      LIMIT ${size} FOR UPDATE OF s SKIP LOCKED)
+    DELETE FROM segment_sizes z USING old WHERE z.workspace_id = ${ws} AND z.segment_id = old.segment_id AND z.hour = old.hour`,
   // Settled deliveries only: a queued one still needs its context to be rendered. The row stays:
   // it is the send's record (status, reason, contact) and what keeps a user from being sent the
   // same broadcast or journey step twice.

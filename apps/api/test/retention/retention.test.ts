@@ -31,6 +31,9 @@ const YOUNG_EVENTS = 30;
 const OLD_CHANGES = 70;
 const YOUNG_CHANGES = 20;
 const OLD_BODIES = 60;
+/** Size rows older than the retention (35, 33 and 31 days); the newest of them stays (the size at the cutoff). */
+const OLD_SIZES = 3;
+const YOUNG_SIZES = 2;
 const YOUNG_BODIES = 15;
 
 /**
@@ -59,6 +62,11 @@ async function seed(db: pg.Pool | pg.Client, workspaceId: string, now = Date.now
     );
   await changes(OLD_CHANGES, at(31));
   await changes(YOUNG_CHANGES, at(29));
+  await db.query(
+    `INSERT INTO segment_sizes (workspace_id, segment_id, hour, size)
+     SELECT $1, $2, date_trunc('hour', $3::timestamptz - d * interval '1 day'), d FROM unnest($4::int[]) d`,
+    [workspaceId, segmentId, new Date(now), [35, 33, 31, 29, 10]],
+  );
   const deliveries = (n: number, status: string, time: Date) =>
     db.query(
       `INSERT INTO deliveries (workspace_id, id, broadcast_id, user_id, channel, status, contact, rendered, context, created_at)
@@ -79,6 +87,8 @@ interface Counts {
   youngEvents: number;
   oldChanges: number;
   youngChanges: number;
+  oldSizes: number;
+  youngSizes: number;
   deliveries: number;
   oldBodies: number;
   youngBodies: number;
@@ -92,6 +102,9 @@ async function counts(db: pg.Pool, workspaceId: string, now = Date.now()): Promi
        (SELECT count(*) FROM events WHERE workspace_id = $1 AND message_id LIKE 'young-%')::int AS "youngEvents",
        (SELECT count(*) FROM segment_membership_changes WHERE workspace_id = $1 AND at < $2)::int AS "oldChanges",
        (SELECT count(*) FROM segment_membership_changes WHERE workspace_id = $1 AND at >= $2)::int AS "youngChanges",
+       (SELECT count(*) FROM segment_sizes WHERE workspace_id = $1 AND hour < $2)::int AS "oldSizes",
+       -- The seeded ones (a running engine adds the hour it evaluates the segment in).
+       (SELECT count(*) FROM segment_sizes WHERE workspace_id = $1 AND hour >= $2 AND hour < $3)::int AS "youngSizes",
        (SELECT count(*) FROM deliveries WHERE workspace_id = $1)::int AS deliveries,
        (SELECT count(*) FROM deliveries WHERE workspace_id = $1 AND status <> 'Queued' AND created_at < $3
           AND (rendered IS NOT NULL OR context IS NOT NULL))::int AS "oldBodies",
@@ -107,20 +120,27 @@ const SEEDED: Counts = {
   youngEvents: YOUNG_EVENTS,
   oldChanges: OLD_CHANGES,
   youngChanges: YOUNG_CHANGES,
+  oldSizes: OLD_SIZES,
+  youngSizes: YOUNG_SIZES,
   deliveries: OLD_BODIES + YOUNG_BODIES + 1,
   oldBodies: OLD_BODIES,
   youngBodies: YOUNG_BODIES,
   queuedWithContext: 1,
 };
-const PRUNED: Counts = { ...SEEDED, oldEvents: 0, oldChanges: 0, oldBodies: 0 };
+const PRUNED: Counts = { ...SEEDED, oldEvents: 0, oldChanges: 0, oldSizes: 1, oldBodies: 0 };
 
 async function pruned(a: TestApp): Promise<Record<PruneKind, number>> {
   const metric = await a.ctx.registry.getSingleMetric("tidings_retention_pruned_total")!.get();
   const by = (kind: PruneKind) => metric.values.find((v) => v.labels.kind === kind)?.value ?? 0;
-  return { events: by("events"), membership_changes: by("membership_changes"), delivery_bodies: by("delivery_bodies") };
+  return {
+    events: by("events"),
+    membership_changes: by("membership_changes"),
+    segment_sizes: by("segment_sizes"),
+    delivery_bodies: by("delivery_bodies"),
+  };
 }
 
-const EXPECTED_PRUNED = { events: OLD_EVENTS, membership_changes: OLD_CHANGES, delivery_bodies: OLD_BODIES };
+const EXPECTED_PRUNED = { events: OLD_EVENTS, membership_changes: OLD_CHANGES, segment_sizes: OLD_SIZES - 1, delivery_bodies: OLD_BODIES };
 
 /** Waits until no retention job is waiting or running. */
 const pruneJobsDone = (db: pg.Pool) =>
@@ -174,6 +194,7 @@ describe("retention on the job layer", () => {
     expect(await pruned(a)).toEqual({
       events: 2 * OLD_EVENTS,
       membership_changes: 2 * OLD_CHANGES,
+      segment_sizes: 2 * (OLD_SIZES - 1),
       delivery_bodies: 2 * OLD_BODIES,
     });
     const metrics = await a.ctx.registry.metrics();
@@ -194,7 +215,7 @@ describe("retention on the job layer", () => {
     await pruneJobsDone(a.ctx.db.pool);
     await sleep(300);
     expect(await counts(a.ctx.db.pool, a.workspace.id)).toEqual(SEEDED);
-    expect(await pruned(a)).toEqual({ events: 0, membership_changes: 0, delivery_bodies: 0 });
+    expect(await pruned(a)).toEqual({ events: 0, membership_changes: 0, segment_sizes: 0, delivery_bodies: 0 });
   }, 30_000);
 
   it("two workers on one database prune each row once", async () => {
@@ -211,6 +232,7 @@ describe("retention on the job layer", () => {
     expect({
       events: pa.events + pb.events,
       membership_changes: pa.membership_changes + pb.membership_changes,
+      segment_sizes: pa.segment_sizes + pb.segment_sizes,
       delivery_bodies: pa.delivery_bodies + pb.delivery_bodies,
     }).toEqual(EXPECTED_PRUNED);
     const { rows: failed } = await a.ctx.db.pool.query(
@@ -255,7 +277,11 @@ describe("pruneSlice", () => {
     expect(passes.map((p) => p.events).filter(Boolean)).toEqual([50, 50, 20]);
     expect(passes.map((p) => p.membership_changes).filter(Boolean)).toEqual([50, 20]);
     expect(passes.map((p) => p.delivery_bodies).filter(Boolean)).toEqual([50, 10]);
+    expect(passes.map((p) => p.segment_sizes).filter(Boolean)).toEqual([2]);
     expect(await counts(pool, workspaceId)).toEqual(PRUNED);
+    // The size at the cutoff stays: the history still answers for every hour since.
+    const sizes = await pool.query("SELECT size FROM segment_sizes WHERE workspace_id = $1 ORDER BY hour", [workspaceId]);
+    expect(sizes.rows.map((r) => r.size)).toEqual([31, 29, 10]);
   });
 
   it("keeps old events the segment engine has not drained yet or a journey signal still names", async () => {
@@ -295,9 +321,12 @@ describe("pruneSlice", () => {
     await seed(pool, workspaceId);
     const [a, b] = await Promise.all([slices(pool, 7), slices(pool, 7)]);
     const total = (kind: PruneKind) => [...a, ...b].reduce((n, p) => n + (p[kind] ?? 0), 0);
-    expect({ events: total("events"), membership_changes: total("membership_changes"), delivery_bodies: total("delivery_bodies") }).toEqual(
-      EXPECTED_PRUNED,
-    );
+    expect({
+      events: total("events"),
+      membership_changes: total("membership_changes"),
+      segment_sizes: total("segment_sizes"),
+      delivery_bodies: total("delivery_bodies"),
+    }).toEqual(EXPECTED_PRUNED);
     expect(await counts(pool, workspaceId)).toEqual(PRUNED);
   });
 });
