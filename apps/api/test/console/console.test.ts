@@ -1,8 +1,8 @@
 // The web console in a real headless Chromium, served by the server at /console: sign-in with an
 // admin key; a journey's graph whose per-node counts change by themselves when a delay expires;
-// a broadcast's progress to completion; pause and resume; why a user got no message, from their
-// page (with the segment they left) and from the deliveries; a segment's size chart. Each page is
-// checked by axe-core (no serious or critical violation), logs no console error (a CSP refusal
+// a broadcast's progress to completion; pause and resume (from the keyboard alone too); why a user
+// got no message, from their page (with the segment they left) and from the deliveries; a
+// segment's size chart. Each page is checked by axe-core (no serious or critical violation), logs no console error (a CSP refusal
 // would be one), and is kept as a screenshot in test-results/console/ (CI keeps it as an artifact;
 // never compared).
 // Needs the console built (`pnpm build`) and a Chromium, like test/http/browser.test.ts.
@@ -232,6 +232,54 @@ describe.skipIf(SKIP !== "")(SKIP ? `the console — SKIPPED: ${SKIP}` : "the co
     await page.waitForSelector('[data-unresolved*="nickname"]');
     await accessible(page);
     await shot(page, "template-preview");
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("works from the keyboard alone: sign in, open a journey, pause it", { timeout: 60_000 }, async () => {
+    const w = await segmentWorld(t);
+    const journey = await w.admin("PUT", "/api/admin/journeys", {
+      name: "Keyboard journey",
+      status: "Running",
+      definition: { entryNode: { type: "EventEntryNode", event: "Go", child: "ExitNode" }, nodes: [] },
+    });
+    const { page, errors } = await tab();
+    await page.goto(`${t.url}/console/`);
+    await page.waitForSelector("#key");
+    /** Presses Tab until the focused element matches `selector` (as a user would, at most 30 times). */
+    const tabTo = async (selector: string) => {
+      for (let i = 0; i < 30; i++) {
+        await page.keyboard.press("Tab");
+        const there = await page.evaluate(
+          (sel: string) =>
+            (
+              globalThis as unknown as { document: { activeElement: { matches(s: string): boolean } | null } }
+            ).document.activeElement?.matches(sel) ?? false,
+          selector,
+        );
+        if (there) return;
+      }
+      throw new Error(`Tab never reached ${selector}`);
+    };
+    await tabTo("#key");
+    await page.keyboard.type(w.ws.adminKey);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#journeys-title");
+    await page.waitForSelector(`a[href="#/journeys/${journey.id}"]`);
+    await tabTo(`a[href="#/journeys/${journey.id}"]`);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#journey-title");
+    await tabTo("button");
+    expect(
+      await page.evaluate(
+        () => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent,
+      ),
+    ).toBe("Pause");
+    await page.keyboard.press("Enter");
+    await waitFor(
+      () => w.admin("GET", `/api/admin/journeys/${journey.id}`),
+      (j: { status: string }) => j.status === "Paused",
+    );
     expect(errors).toEqual([]);
     await page.close();
   });
