@@ -2,9 +2,9 @@
 // admin key; a journey's graph whose per-node counts change by themselves when a delay expires;
 // a broadcast's progress to completion; pause and resume (from the keyboard alone too); why a user
 // got no message, from their page (with the segment they left) and from the deliveries; a
-// segment's size chart. Each page is checked by axe-core (no serious or critical violation), logs no console error (a CSP refusal
-// would be one), and is kept as a screenshot in test-results/console/ (CI keeps it as an artifact;
-// never compared).
+// segment's size chart. Each page is checked by axe-core (no serious or critical violation), logs
+// no console error (a CSP refusal would be one), and is kept as a screenshot in
+// test-results/console/ (CI keeps it as an artifact; never compared).
 // Needs the console built (`pnpm build`) and a Chromium, like test/http/browser.test.ts.
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
