@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 import { Agent, request } from "undici";
 import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from "../src/db/embedded.ts";
 import { migrate } from "../src/db/migrate.ts";
@@ -52,13 +53,17 @@ export interface BenchServer {
  * Embedded PostgreSQL (migrated) and the built server (node dist/main.js, role all, LOG_LEVEL=warn,
  * webhooks to 127.0.0.1 allowed) as its own process, like in production. BENCH_NODE_ARGS: extra
  * options for the server's node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"); BENCH_PG_FLAGS: extra
- * postgres flags (e.g. "-c log_min_duration_statement=100"); BENCH_PG_LOG: a file for its log.
+ * postgres flags (e.g. "-c log_min_duration_statement=100"); BENCH_PG_LOG: a file for its log;
+ * BENCH_PG_STATEMENTS=N: pg_stat_statements loaded, and its N statements of the most execution
+ * time printed when the bench stops (the database's time by statement).
  */
 export async function startBenchServer(name: string, options: { postgresFlags?: string[] } = {}): Promise<BenchServer> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), `tidings-bench-${name}-`));
   let db: EmbeddedDatabase | undefined;
   let server: ChildProcess | undefined;
+  const statements = Number(process.env.BENCH_PG_STATEMENTS ?? 0);
   const stop = async () => {
+    if (statements > 0 && db) await printStatements(db.urlFor("postgres"), statements).catch((err) => console.error(err));
     if (server && server.exitCode === null) {
       server.kill("SIGTERM");
       await new Promise((r) => server!.once("exit", r));
@@ -70,13 +75,18 @@ export async function startBenchServer(name: string, options: { postgresFlags?: 
     const pgLog = process.env.BENCH_PG_LOG;
     db = await startEmbeddedPostgres({
       dataDir,
-      postgresFlags: [...(options.postgresFlags ?? []), ...(process.env.BENCH_PG_FLAGS?.split(" ").filter(Boolean) ?? [])],
+      postgresFlags: [
+        ...(options.postgresFlags ?? []),
+        ...(statements > 0 ? ["-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all"] : []),
+        ...(process.env.BENCH_PG_FLAGS?.split(" ").filter(Boolean) ?? []),
+      ],
       onLog: (line) => {
         if (pgLog) appendFileSync(pgLog, `${line}\n`);
       },
     });
     const dbUrl = db.urlFor("postgres");
     await migrate(dbUrl);
+    if (statements > 0) await sqlOnce(dbUrl, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     const port = await freePort();
     const nodeArgs = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
     server = spawn(process.execPath, [...nodeArgs, path.join(here, "..", "dist", "main.js")], {
@@ -204,4 +214,30 @@ export async function bareLoop(url: string, n: number): Promise<number> {
 /** One line of a benchmark's summary: name, value, target, PASS/FAIL. */
 export function summaryLine(name: string, value: string, target: string, ok: boolean, width = 44) {
   console.log(`${name.padEnd(width)} ${value.padStart(12)}   target ${target.padEnd(10)} ${ok ? "PASS" : "FAIL"}`);
+}
+
+async function sqlOnce(url: string, text: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The `n` statements that took the most execution time, with calls, rows and time per call. */
+async function printStatements(url: string, n: number) {
+  const { rows } = await sqlOnce(
+    url,
+    `SELECT calls, rows, round(total_exec_time)::int AS total_ms, round((total_exec_time / calls)::numeric, 2)::float8 AS ms_per_call,
+       regexp_replace(query, '\\s+', ' ', 'g') AS query
+     FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT ${Math.floor(n)}`,
+  );
+  console.log(`\n=== the database's time by statement (pg_stat_statements, top ${n}) ===`);
+  for (const r of rows) {
+    console.log(
+      `${String(r.total_ms).padStart(8)} ms ${String(r.calls).padStart(8)} calls ${String(r.ms_per_call).padStart(9)} ms/call ${String(r.rows).padStart(9)} rows  ${r.query.slice(0, 160)}`,
+    );
+  }
 }
