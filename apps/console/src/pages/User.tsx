@@ -22,15 +22,15 @@ export function UserPage({ admin, userId }: { admin: TidingsAdmin; userId: strin
           kind: "event" as const,
           text: `${e.type}${e.event ? ` "${e.event}"` : ""}`,
         })),
-        // Entries and exits from the membership history; a current membership older than the
-        // history kept still shows when it began.
+        // Entries and exits from the membership history (its latest 50); a current membership
+        // the history read does not mention still shows when it began.
         ...(user.segmentChanges ?? []).map((c) => ({
           at: c.at,
           kind: "segment" as const,
           text: `${c.entered ? "entered" : "left"} segment ${c.name}`,
         })),
         ...user.segments
-          .filter((s) => !user.segmentChanges?.some((c) => c.entered && c.segmentId === s.segmentId && c.at === s.enteredAt))
+          .filter((s) => !user.segmentChanges?.some((c) => c.segmentId === s.segmentId))
           .map((s) => ({ at: s.enteredAt, kind: "segment" as const, text: `entered segment ${s.name}` })),
         ...(user.journeyRuns ?? []).flatMap((r) => [
           { at: r.enteredAt, kind: "journey" as const, text: `entered journey ${r.journeyName} (version ${r.version})` },
