@@ -1,6 +1,6 @@
 // Summarizes a V8 CPU profile (node --cpu-prof, e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR"
 // for a bench's server): self time by package or source file, then by function.
-// `node --import tsx bench/cpu-profile.ts FILE.cpuprofile [N]`.
+// In apps/api: `node --import tsx bench/cpu-profile.ts FILE.cpuprofile [N]`.
 import { readFileSync } from "node:fs";
 
 interface ProfileNode {
@@ -18,7 +18,9 @@ if (!file) throw new Error("usage: bench/cpu-profile.ts FILE.cpuprofile [N]");
 const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const self = new Map<number, number>();
-profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+profile.samples.forEach((id, i) => {
+  self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 
 /** Where a frame's code lives: a package under node_modules, a file of ours, or V8/Node itself. */

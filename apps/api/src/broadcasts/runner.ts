@@ -95,11 +95,19 @@ export class BroadcastRunner {
     };
   }
 
-  /** Completes a running broadcast none of whose deliveries is pending. */
+  /**
+   * Completes a running broadcast none of whose deliveries is pending, keeping its counts by status
+   * (read in the same snapshot as the check that none is pending; they no longer change).
+   */
   private async complete(workspaceId: string, broadcastId: string) {
     const [ws, id] = [param(workspaceId), param(broadcastId)];
     const done = await this.o.pool.query(
-      sql`UPDATE broadcasts SET status = 'Completed', completed_at = now(), updated_at = now()
+      sql`UPDATE broadcasts SET status = 'Completed', completed_at = now(), updated_at = now(),
+         final_counts = (SELECT jsonb_build_object(
+             'sent', count(*) FILTER (WHERE status = 'Sent'),
+             'failed', count(*) FILTER (WHERE status = 'Failed'),
+             'skipped', count(*) FILTER (WHERE status = 'Skipped'))
+           FROM deliveries WHERE workspace_id = ${ws} AND broadcast_id = ${id})
        WHERE workspace_id = ${ws} AND id = ${id} AND status = 'Running'
          AND NOT EXISTS (SELECT 1 FROM deliveries WHERE workspace_id = ${ws} AND broadcast_id = ${id} AND status IN ('Queued', 'Sending', 'Deferred'))`,
     );

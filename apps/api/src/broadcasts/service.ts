@@ -126,14 +126,23 @@ function repeat(existing: Broadcast, request: Record<string, unknown>): ExecuteB
   };
 }
 
-async function counts(prisma: PrismaClient, workspaceId: string, broadcastIds: string[]) {
+/**
+ * Each broadcast's deliveries by status: a completed one's as it completed (`finalCounts`), the
+ * others' counted (a count grows with the broadcast: 65 ms at 100 000, read every 2 s by a console).
+ */
+async function counts(prisma: PrismaClient, workspaceId: string, broadcasts: Broadcast[]) {
+  const out = new Map<string, Counts>();
+  for (const b of broadcasts) {
+    const final = b.finalCounts as { sent: number; failed: number; skipped: number } | null;
+    out.set(b.id, { sent: final?.sent ?? 0, failed: final?.failed ?? 0, skipped: final?.skipped ?? 0, pending: 0, deferred: 0 });
+  }
+  const live = broadcasts.filter((b) => b.finalCounts === null).map((b) => b.id);
+  if (live.length === 0) return out;
   const rows = await prisma.delivery.groupBy({
     by: ["broadcastId", "status"],
-    where: { workspaceId, broadcastId: { in: broadcastIds } },
+    where: { workspaceId, broadcastId: { in: live } },
     _count: { _all: true },
   });
-  const out = new Map<string, Counts>();
-  for (const id of broadcastIds) out.set(id, { sent: 0, failed: 0, skipped: 0, pending: 0, deferred: 0 });
   for (const r of rows) {
     const c = out.get(r.broadcastId!)!;
     const n = r._count._all;
@@ -171,7 +180,7 @@ function toResource(row: Broadcast, c: Counts): BroadcastResource {
 export async function getBroadcast(prisma: PrismaClient, workspaceId: string, id: string): Promise<BroadcastResource> {
   const row = await prisma.broadcast.findUnique({ where: { workspaceId_id: { workspaceId, id } } });
   if (!row) throw notFound(`Broadcast ${id}`);
-  return toResource(row, (await counts(prisma, workspaceId, [id])).get(id)!);
+  return toResource(row, (await counts(prisma, workspaceId, [row])).get(id)!);
 }
 
 /** Newest first, keyset-paginated on (createdAt, id). */
@@ -183,11 +192,7 @@ export async function listBroadcasts(prisma: PrismaClient, workspaceId: string, 
     where.OR = [{ createdAt: { lt: at } }, { createdAt: at, id: { lt: id } }];
   }
   const rows = await prisma.broadcast.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: query.limit + 1 });
-  const c = await counts(
-    prisma,
-    workspaceId,
-    rows.map((r) => r.id),
-  );
+  const c = await counts(prisma, workspaceId, rows);
   const result = page(
     rows,
     query.limit,

@@ -171,6 +171,15 @@ describe("broadcasts", () => {
     ]);
     const sent = await w.admin("GET", `/api/admin/deliveries?broadcastId=${b.id}&status=Sent&channel=Email&userId=user-1`);
     expect(sent.items).toHaveLength(1);
+
+    // Completed, its counts are kept with it (its deliveries no longer change) and read from there,
+    // not counted again: here, not even once the rows are gone.
+    const kept = await t.ctx.db.pool.query("SELECT final_counts FROM broadcasts WHERE workspace_id = $1 AND id = $2", [w.ws.id, b.id]);
+    expect(kept.rows[0].final_counts).toEqual({ sent: 3, failed: 0, skipped: 3 });
+    await t.ctx.db.pool.query("DELETE FROM deliveries WHERE workspace_id = $1 AND broadcast_id = $2", [w.ws.id, b.id]);
+    expect((await w.admin("GET", `/api/admin/broadcasts/${b.id}`)).counts).toEqual(b.counts);
+    const listed = (await w.admin("GET", "/api/admin/broadcasts")).items.find((x: { id: string }) => x.id === b.id);
+    expect(listed.counts).toEqual(b.counts);
   });
 
   it("a stored segment and template; cancel stops sending within a second", async () => {

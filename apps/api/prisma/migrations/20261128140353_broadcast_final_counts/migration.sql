@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "broadcasts" ADD COLUMN     "final_counts" JSONB;
