@@ -5,6 +5,7 @@ import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { migrateJobs } from "./jobs/index.ts";
 import { startTidings, type Tidings } from "./app/server.ts";
+import { CONSOLE_PATH, findConsole } from "./http/console.ts";
 import { errorText } from "./lib/errors.ts";
 
 const log = (msg: string) => process.stderr.write(`tidings: ${msg}\n`);
@@ -26,6 +27,7 @@ async function main() {
     await announceKeys(config, tidings);
     const address = await tidings.app.listen({ port: config.port, host: config.host });
     log(`listening on ${address}`);
+    if (findConsole(config.consoleDir)) log(`web console: ${address}${CONSOLE_PATH}/`);
   } catch (err) {
     await tidings.close().catch(() => {});
     throw err;

@@ -6,6 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { findConsole } from "../../src/http/console.ts";
 import {
   BATCH,
   expectAllKept,
@@ -52,6 +53,8 @@ describe("crash safety", () => {
     expect(load.acked.length).toBeGreaterThanOrEqual(BATCH * LOOPS);
 
     const second = await startServer(dataDir);
+    // Where to open the console, printed with the address (when it is built, as the browser tests need).
+    if (findConsole(undefined)) expect(second.output()).toContain(`web console: ${second.url}/console/`);
     const stored = await storedMessageIds(second, creds.adminApiKey);
     expectAllKept(load.acked, stored);
     // Unacknowledged batches may or may not have landed, but never partially: a batch is one commit.
