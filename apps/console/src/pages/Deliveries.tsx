@@ -52,24 +52,8 @@ export function DeliveriesPage({ admin, initial }: { admin: TidingsAdmin; initia
         <label>
           User <input {...field("userId")} placeholder="user id" />
         </label>
-        <label>
-          Status{" "}
-          <select {...field("status")}>
-            <option value="">any</option>
-            {STATUSES.map((s) => (
-              <option key={s}>{s}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Channel{" "}
-          <select {...field("channel")}>
-            <option value="">any</option>
-            {CHANNELS.map((c) => (
-              <option key={c}>{c}</option>
-            ))}
-          </select>
-        </label>
+        <AnyOf label="Status" options={STATUSES} {...field("status")} />
+        <AnyOf label="Channel" options={CHANNELS} {...field("channel")} />
         <label>
           Source <input {...field("source")} placeholder="broadcast id, or journey:ID" />
         </label>
@@ -110,5 +94,29 @@ export function DeliveriesPage({ admin, initial }: { admin: TidingsAdmin; initia
         />
       )}
     </section>
+  );
+}
+
+/** A filter's select: "any", or one of `options`. */
+function AnyOf({
+  label,
+  options,
+  ...select
+}: {
+  label: string;
+  options: readonly string[];
+  value: string;
+  onChange: (e: { target: { value: string } }) => void;
+}) {
+  return (
+    <label>
+      {label}{" "}
+      <select {...select}>
+        <option value="">any</option>
+        {options.map((o) => (
+          <option key={o}>{o}</option>
+        ))}
+      </select>
+    </label>
   );
 }
