@@ -49,6 +49,13 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
+/** pg_stat_statements loaded, counting nested statements and planning time (BENCH_PG_STATEMENTS). */
+const STATEMENT_FLAGS = [
+  "shared_preload_libraries=pg_stat_statements",
+  "pg_stat_statements.track=all",
+  "pg_stat_statements.track_planning=on",
+].flatMap((flag) => ["-c", flag]);
+
 /**
  * Embedded PostgreSQL (migrated) and the built server (node dist/main.js, role all, LOG_LEVEL=warn,
  * webhooks to 127.0.0.1 allowed) as its own process, like in production. BENCH_NODE_ARGS: extra
@@ -77,7 +84,7 @@ export async function startBenchServer(name: string, options: { postgresFlags?: 
       dataDir,
       postgresFlags: [
         ...(options.postgresFlags ?? []),
-        ...(statements > 0 ? ["-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=all"] : []),
+        ...(statements > 0 ? STATEMENT_FLAGS : []),
         ...(process.env.BENCH_PG_FLAGS?.split(" ").filter(Boolean) ?? []),
       ],
       onLog: (line) => {
@@ -230,14 +237,14 @@ async function sqlOnce(url: string, text: string) {
 async function printStatements(url: string, n: number) {
   const { rows } = await sqlOnce(
     url,
-    `SELECT calls, rows, round(total_exec_time)::int AS total_ms, round((total_exec_time / calls)::numeric, 2)::float8 AS ms_per_call,
+    `SELECT calls, rows, round(total_exec_time)::int AS total_ms, round(total_plan_time)::int AS plan_ms, round((total_exec_time / calls)::numeric, 2)::float8 AS ms_per_call,
        regexp_replace(query, '\\s+', ' ', 'g') AS query
-     FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT ${Math.floor(n)}`,
+     FROM pg_stat_statements WHERE calls > 0 ORDER BY total_exec_time DESC LIMIT ${Math.floor(n)}`,
   );
   console.log(`\n=== the database's time by statement (pg_stat_statements, top ${n}) ===`);
   for (const r of rows) {
     console.log(
-      `${String(r.total_ms).padStart(8)} ms ${String(r.calls).padStart(8)} calls ${String(r.ms_per_call).padStart(9)} ms/call ${String(r.rows).padStart(9)} rows  ${r.query.slice(0, 160)}`,
+      `${String(r.total_ms).padStart(8)} ms (+${String(r.plan_ms).padStart(6)} ms planning) ${String(r.calls).padStart(8)} calls ${String(r.ms_per_call).padStart(9)} ms/call ${String(r.rows).padStart(9)} rows  ${r.query.slice(0, 160)}`,
     );
   }
 }
