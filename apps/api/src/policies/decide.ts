@@ -25,6 +25,9 @@ export type Decision =
   | { kind: "defer"; notBefore: number; reason: string; rule: HoldRule }
   | { kind: "skip"; reason: string; rule: HoldRule };
 
+/** Every message that goes shares this decision. */
+const SEND: Decision = { kind: "send" };
+
 /** A rule applies to a message of its channel (or any) and its category (or any but transactional). */
 export function inScope(rule: { channel?: Channel; category?: string }, c: Pick<Candidate, "channel" | "category">): boolean {
   if (rule.channel !== undefined && rule.channel !== c.channel) return false;
@@ -89,11 +92,16 @@ const ttlMs = (p: Policies, category: string | null) =>
 export function decide(p: Policies, candidates: readonly Candidate[], counted: Map<string, Counted>, nowMs: number): Map<string, Decision> {
   const states: WindowStates = new Map();
   const out = new Map<string, Decision>();
+  // The caps and windows in scope, per channel and category (a chunk has a few of each).
+  const scopes = new Map<string, { caps: { cap: FrequencyCap; i: number }[]; windows: { w: SendWindow; index: number }[] }>();
   for (const c of candidates) {
-    const caps = p.frequencyCaps.map((cap, i) => ({ cap, i })).filter(({ cap }) => inScope(cap, c));
+    const { caps, windows } = remember(scopes, c.category === null ? c.channel : `${c.channel}:${c.category}`, () => ({
+      caps: p.frequencyCaps.map((cap, i) => ({ cap, i })).filter(({ cap }) => inScope(cap, c)),
+      windows: p.sendWindows.map((w, index) => ({ w, index })).filter(({ w }) => inScope(w, c)),
+    }));
     const holds: Hold[] = [];
-    for (const [index, w] of p.sendWindows.entries()) {
-      const h = inScope(w, c) ? windowHold(w, index, c, nowMs, states) : null;
+    for (const { w, index } of windows) {
+      const h = windowHold(w, index, c, nowMs, states);
       if (h) holds.push(h);
     }
     for (const { cap, i } of caps) {
@@ -102,10 +110,11 @@ export function decide(p: Policies, candidates: readonly Candidate[], counted: M
     }
     if (holds.length === 0) {
       for (const { i } of caps) {
-        const had = counted.get(countKey(c.userId, i)) ?? { n: 0, newest: [] };
-        counted.set(countKey(c.userId, i), { n: had.n + 1, newest: [nowMs, ...had.newest] });
+        const had = remember(counted, countKey(c.userId, i), () => ({ n: 0, newest: [] }));
+        had.n++;
+        had.newest.unshift(nowMs);
       }
-      out.set(c.id, { kind: "send" });
+      out.set(c.id, SEND);
       continue;
     }
     const skip = holds.find((h) => h.skip) ?? (c.skipWhenHeld ? holds[0] : undefined);

@@ -4,9 +4,9 @@
 // and records every held or skipped message with its reason and notBefore, and every message's
 // zone. Exact under concurrency: a user's next decision waits for this one's commit and sees it.
 import { remember } from "../lib/remember.ts";
-import type { Channel, Policies } from "@tidings/schema";
+import { type Channel, type Policies, TRANSACTIONAL } from "@tidings/schema";
 import type pg from "pg";
-import { type Sql, sql } from "../db/sql.ts";
+import { join, param, raw, sql } from "../db/sql.ts";
 import { type Candidate, type Counted, countKey, type Decision, decide, type HoldRule, inScope } from "./decide.ts";
 import { capWindowStart, type UserZone, userZone } from "./zones.ts";
 
@@ -58,7 +58,7 @@ export async function gate(
       zone: zones.get(r.userId)!.zone,
       skipWhenHeld: r.holdAction === "skip",
     }))
-    .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+    .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const counted = p.frequencyCaps.length > 0 ? await countSends(db, workspaceId, p, candidates, nowMs) : new Map<string, Counted>();
   const decisions = decide(p, candidates, counted, nowMs);
   await record(db, workspaceId, rows, decisions, zones);
@@ -75,11 +75,14 @@ export async function gate(
   return result;
 }
 
-/** One user's pair with one cap in scope, and where the cap's window starts for them. */
-export interface Pair {
+/**
+ * One user of a chunk and, per cap, where the cap's window starts for them: an index (1-based) into
+ * the chunk's distinct window starts (a few: one per cap and zone), or null where no message of
+ * theirs here is in the cap's scope.
+ */
+export interface UserCaps {
   user: string;
-  cap: number;
-  since: number;
+  since: (number | null)[];
 }
 
 /**
@@ -93,63 +96,83 @@ async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string,
     sql`SELECT pg_advisory_xact_lock(${USER_LOCK_SPACE}, hashtext(${workspaceId} || ':' || u.id))
      FROM (SELECT id FROM unnest(${users}::text[]) AS id ORDER BY id) u`,
   );
-  const pairs = new Map<string, Pair & { here: number }>();
+  const caps = p.frequencyCaps;
   // Where each cap's window starts, per zone (the same for every user of the zone at this instant).
-  const starts = new Map<string, number>();
+  const starts: number[] = [];
+  const startIndex = new Map<string, number>();
   const since = (cap: number, zone: string) =>
-    remember(starts, `${cap}\u0000${zone}`, () => capWindowStart(nowMs, zone, p.frequencyCaps[cap]!.window));
+    remember(startIndex, `${cap}\u0000${zone}`, () => starts.push(capWindowStart(nowMs, zone, caps[cap]!.window))); // its 1-based index
+  const scoped = new Map<string, { since: (number | null)[]; here: number[] }>();
   for (const c of candidates) {
-    p.frequencyCaps.forEach((cap, i) => {
+    caps.forEach((cap, i) => {
       if (!inScope(cap, c)) return;
-      const pair = remember(pairs, countKey(c.userId, i), () => ({ user: c.userId, cap: i, since: since(i, c.zone), here: 0 }));
-      pair.here++;
+      const u = remember(scoped, c.userId, () => ({ since: caps.map(() => null), here: caps.map(() => 0) }));
+      u.since[i] = since(i, c.zone);
+      u.here[i]!++;
     });
   }
   const counted = new Map<string, Counted>();
-  if (pairs.size === 0) return counted;
-  const { rows } = await db.query<{ user_id: string; cap: number; n: number }>(
-    countedSends(workspaceId, p, [...pairs.values()], sql`count(*)::int AS n`),
-  );
-  for (const r of rows) counted.set(countKey(r.user_id, r.cap), { n: r.n, newest: [] });
-  const near = [...pairs.values()].filter((x) => (counted.get(countKey(x.user, x.cap))?.n ?? 0) + x.here >= p.frequencyCaps[x.cap]!.limit);
+  if (scoped.size === 0) return counted;
+  const all = [...scoped].map(([user, u]) => ({ user, since: u.since }));
+  const { rows } = await db.query<{ user_id: string; [cap: `v${number}`]: number }>(countedSends(workspaceId, p, starts, all, "count"));
+  const near: UserCaps[] = [];
+  for (const r of rows) {
+    const u = scoped.get(r.user_id)!;
+    const reach = u.since.map((s, i) => {
+      if (s === null) return null;
+      counted.set(countKey(r.user_id, i), { n: r[`v${i}`]!, newest: [] });
+      return r[`v${i}`]! + u.here[i]! >= caps[i]!.limit ? s : null;
+    });
+    if (reach.some((s) => s !== null)) near.push({ user: r.user_id, since: reach });
+  }
   if (near.length === 0) return counted;
-  const { rows: times } = await db.query<{ user_id: string; cap: number; times: number[] }>(
-    countedSends(workspaceId, p, near, sql`(array_agg((extract(epoch FROM s.at) * 1000)::float8 ORDER BY s.at DESC))[1:c.lim] AS times`),
+  const { rows: times } = await db.query<{ user_id: string; [cap: `v${number}`]: number[] | null }>(
+    countedSends(workspaceId, p, starts, near, "newest"),
   );
-  for (const r of times) counted.get(countKey(r.user_id, r.cap))!.newest = r.times;
+  for (const r of times) {
+    caps.forEach((_, i) => {
+      const got = counted.get(countKey(r.user_id, i));
+      if (got && r[`v${i}`]) got.newest = r[`v${i}`]!;
+    });
+  }
   return counted;
 }
 
 /**
- * Per pair, `aggregate` over the user's counted sends in the cap's window: read by one index probe
- * per user (deliveries by workspace and user), whatever the statistics say. The probe is fenced
- * (OFFSET 0: not pulled up into a join that could scan the workspace), and the status is compared
- * as text so an index leading with the status is never taken for it: on statistics a burst of
- * sends has made stale, one was, reading every Sent row of the workspace per chunk. This chunk's
- * own rows, made Sending by this transaction, are the row versions it wrote (xmin is its id) and
- * are left out.
+ * Per user, and per cap where `since` is set, the counted sends in the cap's window: how many
+ * (`count`), or their times, newest first and at most the limit (`newest`), as columns v0, v1, …
+ * Read by one index probe per user (deliveries by workspace and user), whatever the statistics
+ * say, aggregated in the probe (no join, no sort across the chunk). The probe is fenced (OFFSET 0:
+ * not pulled up into a join that could scan the workspace), and the status is compared as text
+ * so an index leading with the status is never taken for it: on statistics a burst of sends has
+ * made stale, one was, reading every Sent row of the workspace per chunk. This chunk's own rows,
+ * made Sending by this transaction, are the row versions it wrote (xmin is its id) and are left out.
  */
-export function countedSends(workspaceId: string, p: Policies, list: Pair[], aggregate: Sql) {
+export function countedSends(workspaceId: string, p: Policies, starts: number[], users: UserCaps[], what: "count" | "newest") {
   const caps = p.frequencyCaps;
-  const earliest = new Date(Math.min(...list.map((x) => x.since))).toISOString();
-  return sql`WITH sent AS (
-       SELECT u.id AS user_id, s.channel, s.category, s.at
-       FROM unnest(${[...new Set(list.map((x) => x.user))]}::text[]) AS u(id)
-       CROSS JOIN LATERAL (
+  const used = users.flatMap((u) => u.since.filter((s): s is number => s !== null));
+  const earliest = new Date(Math.min(...used.map((s) => starts[s - 1]!))).toISOString();
+  const startsAt = param(starts.map((ms) => new Date(ms).toISOString()));
+  const columns = caps.map((cap, i) => {
+    const scope = sql`s.at >= (${startsAt}::timestamptz[])[${raw(`u.s${i}`)}]
+      AND ${cap.channel === undefined ? raw("true") : sql`s.channel = ${cap.channel}`}
+      AND ${cap.category === undefined ? sql`s.category IS DISTINCT FROM ${TRANSACTIONAL}` : sql`s.category = ${cap.category}`}`;
+    return what === "count"
+      ? sql`count(*) FILTER (WHERE ${scope})::int AS ${raw(`v${i}`)}`
+      : sql`(array_agg((extract(epoch FROM s.at) * 1000)::float8 ORDER BY s.at DESC) FILTER (WHERE ${scope}))[1:${cap.limit}::int] AS ${raw(`v${i}`)}`;
+  });
+  const sinces = caps.map((_, i) => sql`${users.map((u) => u.since[i])}::int[]`);
+  return sql`SELECT u.id AS user_id, c.*
+     FROM unnest(${users.map((u) => u.user)}::text[], ${join(sinces, ", ")}) AS u(id, ${raw(caps.map((_, i) => `s${i}`).join(", "))})
+     CROSS JOIN LATERAL (
+       SELECT ${join(columns, ", ")}
+       FROM (
          SELECT d.channel::text AS channel, d.category, coalesce(d.sent_at, d.due_at) AS at
          FROM deliveries d
          WHERE d.workspace_id = ${workspaceId} AND d.user_id = u.id
            AND (d.status::text = 'Sent' OR (d.status::text = 'Sending' AND d.xmin <> pg_current_xact_id()::xid))
            AND coalesce(d.sent_at, d.due_at) >= ${earliest}::timestamptz
-         OFFSET 0) s)
-     SELECT c.user_id, c.cap, ${aggregate}
-     FROM unnest(${list.map((x) => x.user)}::text[], ${list.map((x) => x.cap)}::int[], ${list.map((x) => new Date(x.since).toISOString())}::timestamptz[],
-       ${list.map((x) => caps[x.cap]!.channel ?? null)}::text[], ${list.map((x) => caps[x.cap]!.category ?? null)}::text[],
-       ${list.map((x) => caps[x.cap]!.limit)}::int[]) AS c(user_id, cap, since, channel, category, lim)
-     JOIN sent s ON s.user_id = c.user_id AND s.at >= c.since
-       AND (c.channel IS NULL OR s.channel = c.channel)
-       AND CASE WHEN c.category IS NULL THEN s.category IS DISTINCT FROM 'transactional' ELSE s.category = c.category END
-     GROUP BY c.user_id, c.cap, c.lim`;
+         OFFSET 0) s) c`;
 }
 
 /** The zone recorded on a delivery, and where it came from. */
