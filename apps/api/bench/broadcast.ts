@@ -2,7 +2,9 @@
 // embedded (durable) PostgreSQL with the server as its own process (node dist/main.js, role all):
 //  1. messages/s: members reached / seconds from the first request to the last (target ≥ 5 000);
 //  2. that rate divided by a bare undici loop posting the same Standard Webhooks-signed requests
-//     (same body size, same headers, 32 in flight, keep-alive) to the same receiver (target ≥ 0.5);
+//     (same body size, same headers, 32 in flight, keep-alive) to the same receiver: the median of
+//     BENCH_BROADCAST_ROUNDS (default 3) interleaved rounds, which goes first alternating, each
+//     round a new broadcast to the same members (target ≥ 0.8);
 //  3. the time from the execute's 202 to the first request at the receiver (target ≤ 1 s);
 //  4. the same members (BENCH_SLOW_MEMBERS, default all) to an endpoint that answers each request
 //     after 1 s: messages/s at the default worker concurrency, and repeated webhook-ids (must be 0:
@@ -11,10 +13,14 @@
 // members are written straight into `profiles` (set-based SQL) so the measure is the broadcast,
 // not ingestion. Receiver, server and PostgreSQL share the machine's cores.
 import pg from "pg";
-import { bareLoop, SIGNING_SECRET, startBenchServer, startReceiver, summaryLine as line } from "./support.ts";
+import { bareLoop, SIGNING_SECRET, startBenchServer, startReceiver, summaryLine } from "./support.ts";
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 100_000);
 const SLOW_MEMBERS = Number(process.env.BENCH_SLOW_MEMBERS ?? MEMBERS);
+/** Interleaved rounds of the broadcast and the bare loop (the median ratio is the figure). */
+const ROUNDS = Number(process.env.BENCH_BROADCAST_ROUNDS ?? 3);
+const line = (name: string, value: string, target: string, ok: boolean) => summaryLine(name, value, target, ok, 64);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 /** How long the slow endpoint (`/slow`) takes to answer. */
 const SLOW_MS = 1000;
 
@@ -27,7 +33,7 @@ async function main() {
   try {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
-    let t = performance.now();
+    const t = performance.now();
     await client.query(
       `INSERT INTO profiles (workspace_id, profile_id, traits)
        SELECT $1, 'member-' || i, jsonb_build_object('plan', 'pro', 'email', 'member-' || i || '@example.test', 'n', i)
@@ -68,17 +74,25 @@ async function main() {
       nodes: [],
     });
     console.log(`warm-up: ${warm.b.status}, ${warm.count} message(s)`);
-    t = performance.now();
-    const r = await run("bench", { entryNode: { type: "Everyone", id: "all" }, nodes: [] });
-    const seconds = (r.last - r.first) / 1000;
-    const rate = r.count / seconds;
-    const firstMs = r.first - r.accepted;
-    console.log(
-      `broadcast: ${r.b.status} counts ${JSON.stringify(r.b.counts)}; ${r.count} requests (${r.distinct} distinct webhook-ids, ${r.duplicates} repeats) in ${seconds.toFixed(2)} s`,
-    );
-
-    receiver.reset();
-    const bare = await bareLoop(receiverUrl, MEMBERS);
+    // Interleaved rounds, which goes first alternating: the figure is the median round's ratio.
+    const rounds: { rate: number; bare: number; firstMs: number; once: boolean }[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const measureBare = async () => {
+        receiver.reset();
+        return bareLoop(receiverUrl, MEMBERS);
+      };
+      const bareFirst = i % 2 === 1;
+      const bareBefore = bareFirst ? await measureBare() : 0;
+      const r = await run(`bench-${i + 1}`, { entryNode: { type: "Everyone", id: "all" }, nodes: [] });
+      const seconds = (r.last - r.first) / 1000;
+      console.log(
+        `round ${i + 1}: broadcast ${r.b.status} counts ${JSON.stringify(r.b.counts)}; ${r.count} requests (${r.distinct} distinct webhook-ids, ${r.duplicates} repeats) in ${seconds.toFixed(2)} s`,
+      );
+      const bare = bareFirst ? bareBefore : await measureBare();
+      const rate = r.count / seconds;
+      rounds.push({ rate, bare, firstMs: r.first - r.accepted, once: r.distinct === MEMBERS && r.b.counts.sent === MEMBERS });
+      console.log(`round ${i + 1}: ${rate.toFixed(0)} messages/s, bare loop ${bare.toFixed(0)}/s, ratio ${(rate / bare).toFixed(2)}`);
+    }
 
     // The slow endpoint: the first SLOW_MEMBERS members (by id order, an indexed range).
     const slow = await run(
@@ -97,13 +111,26 @@ async function main() {
     );
     await client.end();
 
-    const ratio = rate / bare;
+    const ratios = rounds.map((x) => x.rate / x.bare);
+    const ratio = median(ratios);
+    const mid = rounds[ratios.indexOf(ratio)]!;
+    const firstMs = Math.max(...rounds.map((x) => x.firstMs));
     console.log("\n=== bench:broadcast ===");
-    line(`messages/s (${MEMBERS} members, webhook)`, rate.toFixed(0), "≥ 5000", rate >= 5000);
-    line("bare undici loop, signed requests/s", bare.toFixed(0), "—", true);
-    line("broadcast / bare loop", ratio.toFixed(2), "≥ 0.5", ratio >= 0.5);
-    line("execute 202 → first delivery (ms)", firstMs.toFixed(0), "≤ 1000", firstMs <= 1000);
-    line("every member exactly once", `${r.distinct}/${MEMBERS}`, "all", r.distinct === MEMBERS && r.b.counts.sent === MEMBERS);
+    line(`messages/s (${MEMBERS} members, webhook; the median round)`, mid.rate.toFixed(0), "≥ 5000", mid.rate >= 5000);
+    line("bare undici loop, signed requests/s (that round)", mid.bare.toFixed(0), "—", true);
+    line(
+      `broadcast / bare loop (median of ${ROUNDS} rounds: ${ratios.map((x) => x.toFixed(2)).join(", ")})`,
+      ratio.toFixed(2),
+      "≥ 0.8",
+      ratio >= 0.8,
+    );
+    line("execute 202 → first delivery (ms, slowest round)", firstMs.toFixed(0), "≤ 1000", firstMs <= 1000);
+    line(
+      "every member exactly once, every round",
+      `${rounds.filter((x) => x.once).length}/${ROUNDS}`,
+      `${ROUNDS}/${ROUNDS}`,
+      rounds.every((x) => x.once),
+    );
     line(`slow endpoint (${SLOW_MS} ms): messages/s (${slow.count})`, slowRate.toFixed(0), "—", true);
     line("slow endpoint: repeated webhook-ids", String(slow.duplicates), "0", slow.duplicates === 0 && slow.b.counts.sent === slow.count);
   } finally {
