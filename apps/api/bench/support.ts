@@ -62,7 +62,8 @@ const STATEMENT_FLAGS = [
  * options for the server's node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"); BENCH_PG_FLAGS: extra
  * postgres flags (e.g. "-c log_min_duration_statement=100"); BENCH_PG_LOG: a file for its log;
  * BENCH_PG_STATEMENTS=N: pg_stat_statements loaded, and its N statements of the most execution
- * time printed when the bench stops (the database's time by statement).
+ * time printed when the bench stops (the database's time by statement, planning time and the
+ * share of blocks read from outside shared buffers), then the largest tables' sizes.
  */
 export async function startBenchServer(name: string, options: { postgresFlags?: string[] } = {}): Promise<BenchServer> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), `tidings-bench-${name}-`));
@@ -233,18 +234,29 @@ async function sqlOnce(url: string, text: string) {
   }
 }
 
-/** The `n` statements that took the most execution time, with calls, rows and time per call. */
+/**
+ * The `n` statements that took the most execution time, with calls, rows, time per call and the
+ * share of their blocks read from outside shared buffers; then the largest relations.
+ */
 async function printStatements(url: string, n: number) {
   const { rows } = await sqlOnce(
     url,
     `SELECT calls, rows, round(total_exec_time)::int AS total_ms, round(total_plan_time)::int AS plan_ms, round((total_exec_time / calls)::numeric, 2)::float8 AS ms_per_call,
+       round(100.0 * shared_blks_read / greatest(shared_blks_hit + shared_blks_read, 1))::int AS read_pct,
        regexp_replace(query, '\\s+', ' ', 'g') AS query
      FROM pg_stat_statements WHERE calls > 0 ORDER BY total_exec_time DESC LIMIT ${Math.floor(n)}`,
   );
-  console.log(`\n=== the database's time by statement (pg_stat_statements, top ${n}) ===`);
+  console.log(`\n=== the database's time by statement (pg_stat_statements, top ${n}; read: blocks from outside shared buffers) ===`);
   for (const r of rows) {
     console.log(
-      `${String(r.total_ms).padStart(8)} ms (+${String(r.plan_ms).padStart(6)} ms planning) ${String(r.calls).padStart(8)} calls ${String(r.ms_per_call).padStart(9)} ms/call ${String(r.rows).padStart(9)} rows  ${r.query.slice(0, 160)}`,
+      `${String(r.total_ms).padStart(8)} ms (+${String(r.plan_ms).padStart(6)} ms planning) ${String(r.calls).padStart(8)} calls ${String(r.ms_per_call).padStart(9)} ms/call ${String(r.rows).padStart(9)} rows ${String(r.read_pct).padStart(3)} % read  ${r.query.slice(0, 150)}`,
     );
   }
+  const { rows: sizes } = await sqlOnce(
+    url,
+    `SELECT c.relname AS name, pg_size_pretty(pg_table_size(c.oid)) AS heap, pg_size_pretty(pg_indexes_size(c.oid)) AS indexes
+     FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+     WHERE c.relkind = 'r' AND ns.nspname = 'public' ORDER BY pg_total_relation_size(c.oid) DESC LIMIT 6`,
+  );
+  console.log(`largest tables (heap with TOAST, indexes): ${sizes.map((r) => `${r.name} ${r.heap} + ${r.indexes}`).join("; ")}`);
 }
