@@ -36,12 +36,18 @@ const DOWN_MS = 6_000;
 const PG_FLAGS = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200"];
 /** The receiver's answer time on the slow path: each chunk of a sender is in flight that long. */
 const SLOW_MS = 300;
+/**
+ * The journey's: its 300 messages are claimed at once (three chunks of 100) and go 32 at a time a
+ * sender, so at 300 ms they could all arrive between the 60th and the kill (seen once in CI); at
+ * 1.5 s a wave, the kill lands two waves before the last.
+ */
+const JOURNEY_SLOW_MS = 1500;
 
 let receiver: Tally;
 let database: EmbeddedDatabase | null = null;
 
 beforeAll(async () => {
-  receiver = await startTally((p) => (p.startsWith("/slow") ? SLOW_MS : 0));
+  receiver = await startTally((p) => (p === "/slow/journey" ? JOURNEY_SLOW_MS : p.startsWith("/slow") ? SLOW_MS : 0));
 });
 afterAll(() =>
   cleanUp(
