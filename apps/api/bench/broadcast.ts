@@ -13,14 +13,13 @@
 // members are written straight into `profiles` (set-based SQL) so the measure is the broadcast,
 // not ingestion. Receiver, server and PostgreSQL share the machine's cores.
 import pg from "pg";
-import { bareLoop, SIGNING_SECRET, startBenchServer, startReceiver, summaryLine } from "./support.ts";
+import { bareLoop, median, SIGNING_SECRET, startBenchServer, startReceiver, summaryLine } from "./support.ts";
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 100_000);
 const SLOW_MEMBERS = Number(process.env.BENCH_SLOW_MEMBERS ?? MEMBERS);
 /** Interleaved rounds of the broadcast and the bare loop (the median ratio is the figure). */
 const ROUNDS = Number(process.env.BENCH_BROADCAST_ROUNDS ?? 3);
 const line = (name: string, value: string, target: string, ok: boolean) => summaryLine(name, value, target, ok, 64);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 /** How long the slow endpoint (`/slow`) takes to answer. */
 const SLOW_MS = 1000;
 
@@ -76,19 +75,19 @@ async function main() {
     console.log(`warm-up: ${warm.b.status}, ${warm.count} message(s)`);
     // Interleaved rounds, which goes first alternating: the figure is the median round's ratio.
     const rounds: { rate: number; bare: number; firstMs: number; once: boolean }[] = [];
+    const measureBare = async () => {
+      receiver.reset();
+      return bareLoop(receiverUrl, MEMBERS);
+    };
     for (let i = 0; i < ROUNDS; i++) {
-      const measureBare = async () => {
-        receiver.reset();
-        return bareLoop(receiverUrl, MEMBERS);
-      };
       const bareFirst = i % 2 === 1;
-      const bareBefore = bareFirst ? await measureBare() : 0;
+      let bare = bareFirst ? await measureBare() : 0;
       const r = await run(`bench-${i + 1}`, { entryNode: { type: "Everyone", id: "all" }, nodes: [] });
       const seconds = (r.last - r.first) / 1000;
       console.log(
         `round ${i + 1}: broadcast ${r.b.status} counts ${JSON.stringify(r.b.counts)}; ${r.count} requests (${r.distinct} distinct webhook-ids, ${r.duplicates} repeats) in ${seconds.toFixed(2)} s`,
       );
-      const bare = bareFirst ? bareBefore : await measureBare();
+      if (!bareFirst) bare = await measureBare();
       const rate = r.count / seconds;
       rounds.push({ rate, bare, firstMs: r.first - r.accepted, once: r.distinct === MEMBERS && r.b.counts.sent === MEMBERS });
       console.log(`round ${i + 1}: ${rate.toFixed(0)} messages/s, bare loop ${bare.toFixed(0)}/s, ratio ${(rate / bare).toFixed(2)}`);

@@ -13,7 +13,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import pg from "pg";
-import { SIGNING_SECRET, startBenchServer, summaryLine as line } from "./support.ts";
+import { median, SIGNING_SECRET, startBenchServer, summaryLine as line } from "./support.ts";
 
 const MEMBERS = Number(process.env.BENCH_POLICY_MEMBERS ?? 50_000);
 const RELEASE = Number(process.env.BENCH_RELEASE_MEMBERS ?? 100_000);
@@ -51,7 +51,6 @@ function receiver() {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 

@@ -220,6 +220,9 @@ export async function bareLoop(url: string, n: number): Promise<number> {
 }
 
 /** One line of a benchmark's summary: name, value, target, PASS/FAIL. */
+/** The middle value (the upper one of an even count); `xs` is not reordered. */
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
 export function summaryLine(name: string, value: string, target: string, ok: boolean, width = 44) {
   console.log(`${name.padEnd(width)} ${value.padStart(12)}   target ${target.padEnd(10)} ${ok ? "PASS" : "FAIL"}`);
 }
