@@ -13,7 +13,13 @@ export async function claimPastGate(pool: pg.Pool, gatekeeper: Gatekeeper, spec:
       const claim = await claimDeliveries(client, spec);
       if (claim.toSend.length === 0) return claim;
       const { send } = await gatekeeper.pass(client, spec.workspaceId, policies, claim.toSend);
-      return { ...claim, toSend: claim.toSend.flatMap((c) => (send.has(c.id) ? [{ ...c, ...send.get(c.id)! }] : [])) };
+      // The rows that go carry the zone the rules used (recorded when they are marked).
+      const toSend = claim.toSend.filter((c) => {
+        const zone = send.get(c.id);
+        if (zone) Object.assign(c, zone);
+        return zone !== undefined;
+      });
+      return { ...claim, toSend };
     });
   } finally {
     client.release();

@@ -35,15 +35,32 @@ export function inScope(rule: { channel?: Channel; category?: string }, c: Pick<
 }
 
 /**
- * The sends cap `cap` counts for `userId` (`counted.get(countKey(userId, cap))`): how many, and the
- * times of the newest first, at most the limit — known wherever the count can reach the limit.
+ * The sends a cap counts for a user: how many, and the times of the newest first, at most the
+ * limit — known wherever the count can reach the limit.
  */
 export interface Counted {
   n: number;
   newest: number[];
 }
 
-export const countKey = (userId: string, cap: number) => `${cap}\u0000${userId}`;
+/** Per user, per cap (by its index in the policies): the sends it counts, where it is in scope. */
+export type CountedSends = Map<string, (Counted | undefined)[]>;
+
+/** The caps and the send windows in scope of a channel and category, with their indexes. */
+export interface Scope {
+  caps: { cap: FrequencyCap; i: number }[];
+  windows: { w: SendWindow; index: number }[];
+}
+
+/** Each message's scope, found once per channel and category (a chunk has a few). */
+export function scopes(p: Policies): (c: Pick<Candidate, "channel" | "category">) => Scope {
+  const known = new Map<string, Scope>();
+  return (c) =>
+    remember(known, c.category === null ? c.channel : `${c.channel}:${c.category}`, () => ({
+      caps: p.frequencyCaps.map((cap, i) => ({ cap, i })).filter(({ cap }) => inScope(cap, c)),
+      windows: p.sendWindows.map((w, index) => ({ w, index })).filter(({ w }) => inScope(w, c)),
+    }));
+}
 
 const when = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 
@@ -57,8 +74,8 @@ interface Hold {
 /** A window's state at one instant, per zone: the same for every message of a chunk in that zone. */
 type WindowStates = Map<string, ReturnType<typeof windowAt>>;
 
-function windowHold(w: SendWindow, index: number, c: Candidate, nowMs: number, states: WindowStates): Hold | null {
-  const state = remember(states, `${index}\u0000${c.zone}`, () => windowAt(nowMs, c.zone, w));
+function windowHold(w: SendWindow, c: Candidate, nowMs: number, states: WindowStates): Hold | null {
+  const state = remember(states, c.zone, () => windowAt(nowMs, c.zone, w));
   if (state.open) return null;
   return {
     until: state.opensAt,
@@ -89,30 +106,30 @@ const ttlMs = (p: Policies, category: string | null) =>
  * so the next message of the same user in the chunk sees it. Several holds: a `skip` rule wins,
  * else the latest time; held past the time-to-live is a skip.
  */
-export function decide(p: Policies, candidates: readonly Candidate[], counted: Map<string, Counted>, nowMs: number): Map<string, Decision> {
-  const states: WindowStates = new Map();
+export function decide(p: Policies, candidates: readonly Candidate[], counted: CountedSends, nowMs: number): Map<string, Decision> {
+  const states: WindowStates[] = p.sendWindows.map(() => new Map());
+  const scopeOf = scopes(p);
   const out = new Map<string, Decision>();
-  // The caps and windows in scope, per channel and category (a chunk has a few of each).
-  const scopes = new Map<string, { caps: { cap: FrequencyCap; i: number }[]; windows: { w: SendWindow; index: number }[] }>();
   for (const c of candidates) {
-    const { caps, windows } = remember(scopes, c.category === null ? c.channel : `${c.channel}:${c.category}`, () => ({
-      caps: p.frequencyCaps.map((cap, i) => ({ cap, i })).filter(({ cap }) => inScope(cap, c)),
-      windows: p.sendWindows.map((w, index) => ({ w, index })).filter(({ w }) => inScope(w, c)),
-    }));
+    const { caps, windows } = scopeOf(c);
     const holds: Hold[] = [];
     for (const { w, index } of windows) {
-      const h = windowHold(w, index, c, nowMs, states);
+      const h = windowHold(w, c, nowMs, states[index]!);
       if (h) holds.push(h);
     }
+    const mine = counted.get(c.userId);
     for (const { cap, i } of caps) {
-      const h = capHold(cap, counted.get(countKey(c.userId, i)), c);
+      const h = capHold(cap, mine?.[i], c);
       if (h) holds.push(h);
     }
     if (holds.length === 0) {
-      for (const { i } of caps) {
-        const had = remember(counted, countKey(c.userId, i), () => ({ n: 0, newest: [] }));
-        had.n++;
-        had.newest.unshift(nowMs);
+      if (caps.length > 0) {
+        const had = mine ?? remember(counted, c.userId, () => []);
+        for (const { i } of caps) {
+          had[i] ??= { n: 0, newest: [] };
+          had[i].n++;
+          had[i].newest.unshift(nowMs);
+        }
       }
       out.set(c.id, SEND);
       continue;

@@ -7,7 +7,7 @@ import { remember } from "../lib/remember.ts";
 import { type Channel, type Policies, TRANSACTIONAL } from "@tidings/schema";
 import type pg from "pg";
 import { join, param, raw, sql } from "../db/sql.ts";
-import { type Candidate, type Counted, countKey, type Decision, decide, type HoldRule, inScope } from "./decide.ts";
+import { type Candidate, type CountedSends, type Decision, decide, type HoldRule, scopes } from "./decide.ts";
 import { capWindowStart, type UserZone, userZone } from "./zones.ts";
 
 /** A claimed message as the gate needs it. */
@@ -33,6 +33,12 @@ export interface GateResult {
   skipped: { channel: Channel; rule: HoldRule }[];
 }
 
+/** A user's zone, and what is recorded of it on their deliveries. */
+interface ZoneUsed {
+  zone: UserZone;
+  recorded: { timezone: string; timezoneSource: string };
+}
+
 /** Two-key advisory lock space of the users' decisions (the second key is hashtext(workspace:user)). */
 const USER_LOCK_SPACE = 0x74647063; // "tdpc"
 
@@ -47,7 +53,17 @@ export async function gate(
   rows: GateRow[],
   nowMs: number,
 ): Promise<GateResult> {
-  const zones = new Map<string, UserZone>(rows.map((r) => [r.userId, userZone(r.traits, p.defaultTimezone)]));
+  // Users share a few zones: each trait value is looked at once, its zone and record shared.
+  const byTrait = new Map<unknown, ZoneUsed>();
+  const zones = new Map<string, ZoneUsed>(
+    rows.map((r) => [
+      r.userId,
+      remember(byTrait, r.traits.timezone, () => {
+        const zone = userZone(r.traits, p.defaultTimezone);
+        return { zone, recorded: zoneOf(zone) };
+      }),
+    ]),
+  );
   const candidates: Candidate[] = rows
     .map((r) => ({
       id: r.id,
@@ -55,11 +71,11 @@ export async function gate(
       channel: r.channel,
       category: r.category,
       createdAt: r.createdAt,
-      zone: zones.get(r.userId)!.zone,
+      zone: zones.get(r.userId)!.zone.zone,
       skipWhenHeld: r.holdAction === "skip",
     }))
     .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const counted = p.frequencyCaps.length > 0 ? await countSends(db, workspaceId, p, candidates, nowMs) : new Map<string, Counted>();
+  const counted = p.frequencyCaps.length > 0 ? await countSends(db, workspaceId, p, candidates, nowMs) : new Map();
   const decisions = decide(p, candidates, counted, nowMs);
   await record(db, workspaceId, rows, decisions, zones);
 
@@ -67,7 +83,7 @@ export async function gate(
   for (const r of rows) {
     const d = decisions.get(r.id)!;
     if (d.kind === "send") {
-      result.send.set(r.id, zoneOf(zones.get(r.userId)!));
+      result.send.set(r.id, zones.get(r.userId)!.recorded);
       if (r.wasDeferred) result.released.push(r.channel);
     } else if (d.kind === "defer") result.deferred.push({ channel: r.channel, rule: d.rule });
     else result.skipped.push({ channel: r.channel, rule: d.rule });
@@ -97,32 +113,35 @@ async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string,
      FROM (SELECT id FROM unnest(${users}::text[]) AS id ORDER BY id) u`,
   );
   const caps = p.frequencyCaps;
-  // Where each cap's window starts, per zone (the same for every user of the zone at this instant).
+  // Where each cap's window starts, per zone (the same for every user of the zone at this instant),
+  // as 1-based indexes into `starts`.
   const starts: number[] = [];
-  const startIndex = new Map<string, number>();
-  const since = (cap: number, zone: string) =>
-    remember(startIndex, `${cap}\u0000${zone}`, () => starts.push(capWindowStart(nowMs, zone, caps[cap]!.window))); // its 1-based index
+  const startsByZone = new Map<string, number[]>();
+  const scopeOf = scopes(p);
   const scoped = new Map<string, { since: (number | null)[]; here: number[] }>();
   for (const c of candidates) {
-    caps.forEach((cap, i) => {
-      if (!inScope(cap, c)) return;
-      const u = remember(scoped, c.userId, () => ({ since: caps.map(() => null), here: caps.map(() => 0) }));
-      u.since[i] = since(i, c.zone);
+    const inScope = scopeOf(c).caps;
+    if (inScope.length === 0) continue;
+    const zoneStarts = remember(startsByZone, c.zone, () => caps.map((cap) => starts.push(capWindowStart(nowMs, c.zone, cap.window))));
+    const u = remember(scoped, c.userId, () => ({ since: caps.map(() => null), here: caps.map(() => 0) }));
+    for (const { i } of inScope) {
+      u.since[i] = zoneStarts[i]!;
       u.here[i]!++;
-    });
+    }
   }
-  const counted = new Map<string, Counted>();
+  const counted: CountedSends = new Map();
   if (scoped.size === 0) return counted;
   const all = [...scoped].map(([user, u]) => ({ user, since: u.since }));
   const { rows } = await db.query<{ user_id: string; [cap: `v${number}`]: number }>(countedSends(workspaceId, p, starts, all, "count"));
+  const columns = caps.map((_, i) => `v${i}` as const);
   const near: UserCaps[] = [];
   for (const r of rows) {
     const u = scoped.get(r.user_id)!;
-    const reach = u.since.map((s, i) => {
-      if (s === null) return null;
-      counted.set(countKey(r.user_id, i), { n: r[`v${i}`]!, newest: [] });
-      return r[`v${i}`]! + u.here[i]! >= caps[i]!.limit ? s : null;
-    });
+    counted.set(
+      r.user_id,
+      u.since.map((s, i) => (s === null ? undefined : { n: r[columns[i]!]!, newest: [] })),
+    );
+    const reach = u.since.map((s, i) => (s !== null && r[columns[i]!]! + u.here[i]! >= caps[i]!.limit ? s : null));
     if (reach.some((s) => s !== null)) near.push({ user: r.user_id, since: reach });
   }
   if (near.length === 0) return counted;
@@ -130,9 +149,9 @@ async function countSends(db: Pick<pg.PoolClient, "query">, workspaceId: string,
     countedSends(workspaceId, p, starts, near, "newest"),
   );
   for (const r of times) {
-    caps.forEach((_, i) => {
-      const got = counted.get(countKey(r.user_id, i));
-      if (got && r[`v${i}`]) got.newest = r[`v${i}`]!;
+    const mine = counted.get(r.user_id)!;
+    columns.forEach((column, i) => {
+      if (mine[i] && r[column]) mine[i].newest = r[column];
     });
   }
   return counted;
@@ -184,14 +203,14 @@ async function record(
   workspaceId: string,
   rows: GateRow[],
   decisions: Map<string, Decision>,
-  zones: Map<string, UserZone>,
+  zones: Map<string, ZoneUsed>,
 ) {
   const marks = rows.flatMap((r) => {
     const d = decisions.get(r.id)!;
     if (d.kind === "send") return [];
-    const z = zones.get(r.userId)!;
+    const { zone: z, recorded } = zones.get(r.userId)!;
     const note = z.invalidTrait === undefined ? "" : ` (the timezone trait ${JSON.stringify(z.invalidTrait)} is not a zone)`;
-    const { timezone, timezoneSource } = zoneOf(z);
+    const { timezone, timezoneSource } = recorded;
     return [
       {
         id: r.id,

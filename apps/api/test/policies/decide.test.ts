@@ -2,7 +2,7 @@
 // hold, skip rules, categories (transactional exempt unless named) and the time-to-live.
 import { DEFAULT_TTL_SECONDS, type Policies } from "@tidings/schema";
 import { describe, expect, it } from "vitest";
-import { type Candidate, countKey, decide } from "../../src/policies/decide.ts";
+import { type Candidate, decide } from "../../src/policies/decide.ts";
 
 const NOW = Date.parse("2026-06-01T12:00:00Z"); // a Monday
 const base: Policies = { timeToLiveSeconds: DEFAULT_TTL_SECONDS, categories: [], frequencyCaps: [], sendWindows: [], providerRates: [] };
@@ -37,7 +37,7 @@ describe("decide", () => {
 
   it("frees a rolling cap when the oldest counted send leaves the window", () => {
     const p = { ...base, frequencyCaps: [{ name: "two a minute", limit: 2, window: { seconds: 60 }, action: "defer" as const }] };
-    const counted = new Map([[countKey("ann", 0), sends(NOW - 10_000, NOW - 50_000)]]);
+    const counted = new Map([["ann", [sends(NOW - 10_000, NOW - 50_000)]]]);
     expect(decide(p, [msg("a")], counted, NOW).get("a")).toMatchObject({ kind: "defer", notBefore: NOW + 10_000 });
   });
 
@@ -49,10 +49,7 @@ describe("decide", () => {
         { name: "receipts", limit: 1, window: { days: 1 }, category: "transactional", action: "defer" as const },
       ],
     };
-    const counted = new Map([
-      [countKey("ann", 0), sends(NOW - 1000)],
-      [countKey("ann", 1), sends()],
-    ]);
+    const counted = new Map([["ann", [sends(NOW - 1000), sends()]]]);
     const d = decide(
       p,
       [
@@ -75,7 +72,7 @@ describe("decide", () => {
   it("holds to the latest time when several rules hold; a skip rule wins", () => {
     const window = { name: "daytime", from: "18:00", to: "20:00", days: ["Mon" as const, "Tue" as const], action: "defer" as const };
     const cap = { name: "one a minute", limit: 1, window: { seconds: 60 }, action: "defer" as const };
-    const counted = new Map([[countKey("ann", 0), sends(NOW - 1000)]]);
+    const counted = new Map([["ann", [sends(NOW - 1000)]]]);
     const held = decide({ ...base, frequencyCaps: [cap], sendWindows: [window] }, [msg("a")], counted, NOW).get("a");
     expect(held).toMatchObject({ kind: "defer", notBefore: Date.parse("2026-06-01T18:00:00Z") });
     expect((held as { reason: string }).reason).toMatch(
