@@ -227,23 +227,34 @@ export const markOf = (c: Claimed) => ({ id: c.id, attempts: c.attempts, timezon
 export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: string, marks: Marked[]) {
   if (marks.length === 0) return;
   const now = Date.now();
+  // One shape for every row (no spreads), built once per mark.
   const rows = marks.map((m) => {
     const o = m.outcome;
-    const row = {
+    let status = "Sent";
+    let reason: string | null = null;
+    let providerId: string | null = null;
+    let due: string | null = null;
+    if (o.status === "sent") providerId = o.providerMessageId ?? null;
+    else if (o.status === "failed" || m.attempts >= MAX_ATTEMPTS) {
+      status = "Failed";
+      reason = o.status === "retry" ? `gave up after ${m.attempts} attempts: ${o.reason}` : o.reason;
+    } else {
+      status = "Queued";
+      reason = o.reason;
+      due = new Date(now + Math.max(o.retryAfterMs ?? 0, retryDelayMs(m.attempts))).toISOString();
+    }
+    return {
       id: m.id,
+      status,
+      reason,
+      provider_id: providerId,
       contact: m.contact ?? null,
       rendered: m.rendered ?? null,
+      due,
+      sent: o.status === "sent",
       zone: m.timezone ?? null,
       zone_source: m.timezoneSource ?? null,
     };
-    if (o.status === "sent")
-      return { ...row, status: "Sent", reason: null, provider_id: o.providerMessageId ?? null, due: null, sent: true };
-    if (o.status === "failed" || m.attempts >= MAX_ATTEMPTS) {
-      const reason = o.status === "retry" ? `gave up after ${m.attempts} attempts: ${o.reason}` : o.reason;
-      return { ...row, status: "Failed", reason, provider_id: null, due: null };
-    }
-    const due = new Date(now + Math.max(o.retryAfterMs ?? 0, retryDelayMs(m.attempts))).toISOString();
-    return { ...row, status: "Queued", reason: o.reason, provider_id: null, due };
   });
   // One JSON document (serialized natively, parsed by PostgreSQL) rather than per-column arrays.
   await db.query(
