@@ -2,7 +2,7 @@
 // PostgreSQL with the server as its own process (bench/support.ts), a webhook receiver here:
 //  1. throughput: a broadcast to BENCH_POLICY_MEMBERS (default 50 000) with three frequency caps
 //     and a send window active, none binding, ÷ the same broadcast without policies — interleaved,
-//     BENCH_POLICY_ROUNDS rounds (default 3; which goes first alternates), median (target ≥ 0.9);
+//     BENCH_POLICY_ROUNDS rounds (default 5; which goes first alternates), median (target ≥ 0.9);
 //  2. a release: BENCH_RELEASE_MEMBERS (default 100 000) messages Deferred by a send window that
 //     opens at the next full minute, paced by a Webhook provider rate of BENCH_RELEASE_RATE/s
 //     (default 1 000): the busiest second after the opening (target ≤ the rate) and the whole
@@ -25,7 +25,7 @@ const LATE_USERS = 2_000;
 const CAP_SECONDS = 15;
 /** Which parts run (default all; e.g. BENCH_POLICY_PARTS=release while working on one). */
 /** Interleaved rounds of the throughput comparison (the median is the figure). */
-const ROUNDS = Number(process.env.BENCH_POLICY_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_POLICY_ROUNDS ?? 5);
 const PARTS = new Set((process.env.BENCH_POLICY_PARTS ?? "throughput,release,lateness").split(","));
 
 /** A receiver remembering, per path, when each webhook-id first arrived (Date.now()). */
