@@ -75,7 +75,7 @@ export async function gate(
       skipWhenHeld: r.holdAction === "skip",
     }))
     .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const counted = p.frequencyCaps.length > 0 ? await countSends(db, workspaceId, p, candidates, nowMs) : new Map();
+  const counted: CountedSends = p.frequencyCaps.length > 0 ? await countSends(db, workspaceId, p, candidates, nowMs) : new Map();
   const decisions = decide(p, candidates, counted, nowMs);
   await record(db, workspaceId, rows, decisions, zones);
 
