@@ -9,11 +9,13 @@
 //  4. the same members (BENCH_SLOW_MEMBERS, default all) to an endpoint that answers each request
 //     after 1 s: messages/s at the default worker concurrency, and repeated webhook-ids (must be 0:
 //     a slow provider never makes a claim look abandoned).
+// BENCH_POLICIES=1: the workspace has delivery policies that never bind (three caps, an all-day
+// window; bench/support.ts), so every claim passes the policies' gate (target ≥ 0.75 then).
 // The receiver runs in this process and only counts (and checks webhook-ids are unique). The
 // members are written straight into `profiles` (set-based SQL) so the measure is the broadcast,
 // not ingestion. Receiver, server and PostgreSQL share the machine's cores.
 import pg from "pg";
-import { bareLoop, median, SIGNING_SECRET, startBenchServer, startReceiver, summaryLine } from "./support.ts";
+import { bareLoop, median, policiesFromEnv, SIGNING_SECRET, startBenchServer, startReceiver, summaryLine } from "./support.ts";
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 100_000);
 const SLOW_MEMBERS = Number(process.env.BENCH_SLOW_MEMBERS ?? MEMBERS);
@@ -42,6 +44,7 @@ async function main() {
     await client.query("ANALYZE profiles");
     console.log(`members loaded: ${MEMBERS} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     await admin("PUT", "/api/admin/providers", { channel: "Webhook", type: "Webhook", config: { signingSecret: SIGNING_SECRET } });
+    const policies = await policiesFromEnv(bench);
 
     // Warm-up: a small broadcast (JIT, connections), then the measured one.
     const run = async (name: string, segmentDefinition: unknown, hook = "/hook") => {
@@ -114,14 +117,14 @@ async function main() {
     const ratio = median(ratios);
     const mid = rounds[ratios.indexOf(ratio)]!;
     const firstMs = Math.max(...rounds.map((x) => x.firstMs));
-    console.log("\n=== bench:broadcast ===");
+    console.log(`\n=== bench:broadcast (${policies.label}) ===`);
     line(`messages/s (${MEMBERS} members, webhook; the median round)`, mid.rate.toFixed(0), "≥ 5000", mid.rate >= 5000);
     line("bare undici loop, signed requests/s (that round)", mid.bare.toFixed(0), "—", true);
     line(
       `broadcast / bare loop (median of ${ROUNDS} rounds: ${ratios.map((x) => x.toFixed(2)).join(", ")})`,
       ratio.toFixed(2),
-      "≥ 0.8",
-      ratio >= 0.8,
+      `≥ ${policies.target}`,
+      ratio >= policies.target,
     );
     line("execute 202 → first delivery (ms, slowest round)", firstMs.toFixed(0), "≤ 1000", firstMs <= 1000);
     line(

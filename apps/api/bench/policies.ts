@@ -13,7 +13,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import pg from "pg";
-import { median, SIGNING_SECRET, startBenchServer, summaryLine as line } from "./support.ts";
+import { median, NON_BINDING_POLICIES, SIGNING_SECRET, startBenchServer, summaryLine as line } from "./support.ts";
 
 const MEMBERS = Number(process.env.BENCH_POLICY_MEMBERS ?? 50_000);
 const RELEASE = Number(process.env.BENCH_RELEASE_MEMBERS ?? 100_000);
@@ -106,14 +106,7 @@ async function main() {
     // 1. Throughput with rules that never bind, against none.
     if (PARTS.has("throughput")) {
       const none = { frequencyCaps: [], sendWindows: [] };
-      const rules = {
-        frequencyCaps: [
-          { name: "hundred a day", limit: 100, window: { days: 1 } },
-          { name: "fifty an hour", limit: 50, window: { seconds: 3600 }, channel: "Webhook" },
-          { name: "promos", limit: 20, window: { days: 7 }, category: "promo" },
-        ],
-        sendWindows: [{ name: "all day", from: "00:00", to: "24:00" }],
-      };
+      const rules = NON_BINDING_POLICIES;
       await admin("PUT", "/api/admin/policies", none);
       const warm = await execute("/warm", 100);
       await until(async () => (await count(warm, ["Sent"])) === 100, 60_000, "warm-up");

@@ -219,6 +219,31 @@ export async function bareLoop(url: string, n: number): Promise<number> {
   return rate;
 }
 
+/**
+ * Delivery policies that are configured but never bind at a bench's volumes: three frequency caps
+ * (a user gets a handful of messages in a run) and a send window open all day. The delivery
+ * benches put them on their workspace when BENCH_POLICIES=1 (every claim then passes the gate).
+ */
+export const NON_BINDING_POLICIES = {
+  frequencyCaps: [
+    { name: "hundred a day", limit: 100, window: { days: 1 } },
+    { name: "fifty an hour", limit: 50, window: { seconds: 3600 }, channel: "Webhook" },
+    { name: "promos", limit: 20, window: { days: 7 }, category: "promo" },
+  ],
+  sendWindows: [{ name: "all day", from: "00:00", to: "24:00" }],
+};
+
+/**
+ * Puts NON_BINDING_POLICIES on the bench's workspace when BENCH_POLICIES=1. Returns what the run
+ * has, for its summary, and the send path's target against the bare loop: 0.8 without policies,
+ * 0.75 with them.
+ */
+export async function policiesFromEnv(server: BenchServer): Promise<{ label: string; target: number }> {
+  if (process.env.BENCH_POLICIES !== "1") return { label: "no delivery policies", target: 0.8 };
+  await server.admin("PUT", "/api/admin/policies", NON_BINDING_POLICIES);
+  return { label: "delivery policies configured, none binding: BENCH_POLICIES=1", target: 0.75 };
+}
+
 /** One line of a benchmark's summary: name, value, target, PASS/FAIL. */
 /** The middle value (the upper one of an even count); `xs` is not reordered. */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
