@@ -49,6 +49,7 @@ async function main() {
     // Warm-up: a small broadcast (JIT, connections), then the measured one.
     const run = async (name: string, segmentDefinition: unknown, hook = "/hook") => {
       receiver.reset();
+      const cpuBefore = bench.cpu();
       const started = performance.now();
       const res = await admin("POST", "/api/admin/broadcasts/execute", {
         broadcastName: name,
@@ -66,8 +67,12 @@ async function main() {
       // database's time in the run it measures.
       for (;;) {
         const b = await admin("GET", `/api/admin/broadcasts/${res.broadcastId}`);
-        if (["Completed", "Failed", "Cancelled"].includes(b.status))
-          return { b, started, accepted, ...receiver.state, distinct: receiver.state.ids.size };
+        if (["Completed", "Failed", "Cancelled"].includes(b.status)) {
+          const cpu = bench.cpu();
+          const per = (x: number) => `${((x * 1e6) / Math.max(1, receiver.state.count)).toFixed(0)} µs`;
+          const cpuText = `server ${per(cpu.server - cpuBefore.server)}, PostgreSQL ${per(cpu.postgres - cpuBefore.postgres)}`;
+          return { b, started, accepted, ...receiver.state, distinct: receiver.state.ids.size, cpuText };
+        }
         await new Promise((r) => setTimeout(r, 1000));
       }
     };
@@ -93,7 +98,9 @@ async function main() {
       if (!bareFirst) bare = await measureBare();
       const rate = r.count / seconds;
       rounds.push({ rate, bare, firstMs: r.first - r.accepted, once: r.distinct === MEMBERS && r.b.counts.sent === MEMBERS });
-      console.log(`round ${i + 1}: ${rate.toFixed(0)} messages/s, bare loop ${bare.toFixed(0)}/s, ratio ${(rate / bare).toFixed(2)}`);
+      console.log(
+        `round ${i + 1}: ${rate.toFixed(0)} messages/s, bare loop ${bare.toFixed(0)}/s, ratio ${(rate / bare).toFixed(2)}; CPU per message: ${r.cpuText}`,
+      );
     }
 
     // The slow endpoint: the first SLOW_MEMBERS members (by id order, an indexed range).

@@ -195,6 +195,7 @@ async function entryAtOnce(w: World, prepared: Awaited<ReturnType<typeof prepare
     messageNode("second-std", templates.secondStd, "ExitNode"),
   ]);
   receiver.reset();
+  const cpuBefore = s.cpu();
   const sent = performance.now();
   const j = await s.admin("PUT", "/api/admin/journeys", { name: `bench-entry-${round}`, status: "Running", definition });
   const answered = performance.now();
@@ -221,6 +222,12 @@ async function entryAtOnce(w: World, prepared: Awaited<ReturnType<typeof prepare
     DELAY_S * 1000 + 120_000 + N * 3,
   );
   const secondNode = second();
+  const cpuAfter = s.cpu();
+  // The whole journey's cost (entry, moves, both message nodes) per message sent.
+  const cpu = {
+    server: (cpuAfter.server - cpuBefore.server) / (2 * N),
+    postgres: (cpuAfter.postgres - cpuBefore.postgres) / (2 * N),
+  };
   // Where the time went: runs entered (the entry job's clock), deliveries queued by the first
   // advance batches (created_at: their transaction's start).
   const { rows: phases } = await db.query<{ entered: number; queued_first: number; queued_last: number }>(
@@ -240,6 +247,7 @@ async function entryAtOnce(w: World, prepared: Awaited<ReturnType<typeof prepare
     queuedFirst: perfOf(Number(p.queued_first)),
     queuedLast: perfOf(Number(p.queued_last)),
     stats,
+    cpu,
     pro: receiver.path("/second-pro").count,
     duplicates: receiver.state.duplicates,
   };
@@ -416,7 +424,8 @@ function roundOf(e: Awaited<ReturnType<typeof entryAtOnce>>, bare: number): Roun
     `bare loop ${bare.toFixed(0)}/s; commit → runs entered ${secs(e.entered - e.commit)}, → first batch queued ` +
     `${secs(e.queuedFirst - e.commit)}, → last batch queued ${secs(e.queuedLast - e.commit)}, → first message ${secs(toFirst)}, ` +
     `→ last first message ${secs(e.firstNode.last - e.commit)} (PUT answered ${secs(e.answered - e.commit)} after its commit); ` +
-    `runs completed / split pro / repeated webhook-ids ${stats.completed}/${e.pro}/${e.duplicates}`;
+    `runs completed / split pro / repeated webhook-ids ${stats.completed}/${e.pro}/${e.duplicates}; CPU per message (the whole ` +
+    `journey): server ${(e.cpu.server * 1e6).toFixed(0)} µs, PostgreSQL ${(e.cpu.postgres * 1e6).toFixed(0)} µs`;
   return { first, second, bare, toFirst, whole, text };
 }
 

@@ -3,7 +3,7 @@
 // that the delivery benchmarks compare themselves with.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
-import { appendFileSync } from "node:fs";
+import { appendFileSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -46,7 +46,33 @@ export interface BenchServer {
   /** An admin API call with the default workspace's admin key; throws on a status ≥ 300. */
   // biome-ignore lint/suspicious/noExplicitAny: the benches read the answers' fields they set up
   admin(method: string, p: string, body?: unknown): Promise<any>;
+  /** CPU seconds used so far by the server process and by PostgreSQL (every backend, ended ones included). */
+  cpu(): { server: number; postgres: number };
   stop(): Promise<void>;
+}
+
+/** A process's CPU seconds from /proc (utime + stime, with its waited-for children's when `children`). */
+function procCpu(pid: number, children: boolean): { seconds: number; ppid: number } {
+  // Fields after the command's closing parenthesis: state is 3rd, ppid 4th, utime 14th, stime 15th, cutime 16th, cstime 17th.
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0);
+  return { seconds: ticks / 100, ppid: Number(f[1]) };
+}
+
+/** PostgreSQL's CPU seconds: the postmaster (with the backends it reaped) and its live backends. */
+function postgresCpu(postmaster: number): number {
+  let total = procCpu(postmaster, true).seconds;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const c = procCpu(Number(entry), false);
+      if (c.ppid === postmaster) total += c.seconds;
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return total;
 }
 
 /** pg_stat_statements loaded, counting nested statements and planning time (BENCH_PG_STATEMENTS). */
@@ -127,7 +153,10 @@ export async function startBenchServer(name: string, options: { postgresFlags?: 
       if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
       return text ? JSON.parse(text) : null;
     };
-    return { dbUrl, base, workspaceId: workspaceId!, adminKey: adminKey!, writeKey: writeKey!, admin, stop };
+    const postmaster = Number(readFileSync(path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0]);
+    const serverPid = server.pid!;
+    const cpu = () => ({ server: procCpu(serverPid, true).seconds, postgres: postgresCpu(postmaster) });
+    return { dbUrl, base, workspaceId: workspaceId!, adminKey: adminKey!, writeKey: writeKey!, admin, cpu, stop };
   } catch (err) {
     await stop();
     throw err;

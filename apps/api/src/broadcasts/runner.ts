@@ -153,8 +153,7 @@ export class BroadcastRunner {
               ${b.subscription_group_id}::uuid AS subscription_group_id, NULL::jsonb AS context, NULL::uuid AS run_id, NULL::text AS node_id,
               ${b.category}::text AS category, NULL::text AS hold_action, ${local?.due ?? sql`NULL::timestamptz`} AS due_at
             FROM (${audience} ${slice}) m ${local?.join ?? sql``}`;
-          const [queue, ...wake] = this.o.sends.queueStatements(KIND, workspaceId, broadcastId, members, b.rate_limit_per_second !== null);
-          await client.query(queue!);
+          await client.query(this.o.sends.queueStatement(KIND, workspaceId, broadcastId, members));
           const [ws, id] = [param(workspaceId), param(broadcastId)];
           await client.query(
             started
@@ -163,7 +162,7 @@ export class BroadcastRunner {
                  WHERE workspace_id = ${ws} AND id = ${id}`
               : sql`UPDATE broadcasts SET started_at = coalesce(started_at, now()), updated_at = now() WHERE workspace_id = ${ws} AND id = ${id}`,
           );
-          for (const q of wake) await client.query(q);
+          for (const q of this.o.sends.wakeQueries(KIND, workspaceId, broadcastId, b.rate_limit_per_second !== null)) await client.query(q);
           return true;
         });
       } finally {

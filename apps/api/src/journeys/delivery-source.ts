@@ -41,11 +41,11 @@ async function wakeRunsOf(pool: pg.Pool, workspaceId: string, ids: string[]) {
 }
 
 /**
- * The statements that queue run messages (one delivery per (run, node); a second queue of the
- * same pair is a no-op) and wake the journey's senders, for the transaction that moves the runs
- * past their message nodes.
+ * The statement that queues run messages (one delivery per (run, node); a second queue of the
+ * same pair is a no-op), for the transaction that moves the runs past their message nodes; once it
+ * commits, `wakeJourneySenders`.
  */
-export function queueJourneyMessages(sends: SendJobs, workspaceId: string, journeyId: string, messages: QueuedMessage[]): Sql[] {
+export function queueJourneyMessages(sends: SendJobs, workspaceId: string, journeyId: string, messages: QueuedMessage[]): Sql {
   // The node's category, else its template's.
   const rows = sql`SELECT u.user_id, u.channel, u.template_id, u.run_id, u.node_id, u.subscription_group_id, u.context,
           coalesce(u.category, t.category) AS category, u.hold_action, NULL::timestamptz AS due_at
@@ -61,5 +61,12 @@ export function queueJourneyMessages(sends: SendJobs, workspaceId: string, journ
           ${messages.map((m) => (m.node.whenHeld === "skip" ? "skip" : null))}::text[])
           AS u(user_id, channel, template_id, run_id, node_id, subscription_group_id, context, category, hold_action)
         LEFT JOIN message_templates t ON t.workspace_id = ${workspaceId}::uuid AND t.id = u.template_id`;
-  return sends.queueStatements(JOURNEY_SOURCE, workspaceId, journeyId, rows, false);
+  return sends.queueStatement(JOURNEY_SOURCE, workspaceId, journeyId, rows);
 }
+
+/**
+ * After the commit of messages queued by `queueJourneyMessages`: the journey's senders, those
+ * not running (a batch of a busy journey commits while they send the last one's messages).
+ */
+export const wakeJourneySenders = (sends: SendJobs, workspaceId: string, journeyId: string) =>
+  sends.wakeIdle(JOURNEY_SOURCE, workspaceId, journeyId, false);

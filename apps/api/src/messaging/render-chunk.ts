@@ -105,7 +105,11 @@ export class ChunkRenderer {
         const template = settings.template ?? (c.templateId ? templates.get(c.templateId) : undefined);
         if (providerError) fail(c, providerError);
         else if (!template) fail(c, `template ${c.templateId ?? "(none)"} is missing or has no definition`);
-        else byTemplate.set(template, [...(byTemplate.get(template) ?? []), c]);
+        else {
+          const group = byTemplate.get(template);
+          if (group) group.push(c);
+          else byTemplate.set(template, [c]);
+        }
       }
       for (const [template, group] of byTemplate) {
         const results = await this.o.renders.renderMessages(

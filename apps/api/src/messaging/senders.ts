@@ -55,6 +55,12 @@ export interface SendJobsOptions {
 // Ids are chosen by clients, so two workspaces may use the same one: every key names the workspace.
 const slotKey = (p: SendPayload) => `${p.kind}:${p.workspaceId}:${p.id}:${p.slot}`;
 const jobKey = (p: SendPayload) => `send:${slotKey(p)}`;
+/** Whether a live sender holds a slot's lock, for SQL expressions of the stream's kind, workspace, id and slot. */
+const slotHeld = (kind: Sql, workspaceId: Sql, id: Sql, slot: Sql) => sql`EXISTS (
+    SELECT 1 FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND l.objsubid = 2 AND l.classid = ${SLOT_LOCK_SPACE}::int8::oid
+      AND l.objid = (hashtext(${kind} || ':' || ${workspaceId} || ':' || ${id} || ':' || ${slot})::int8 & 4294967295)::oid)`;
 
 /** How long a sender over its workspace's share waits in the queue before it looks again. */
 const SHARE_WAIT_MS = 1000;
@@ -100,29 +106,50 @@ export class SendJobs {
    * The statements that start a stream's senders, to run in the transaction that queues its
    * deliveries (the senders exist iff the deliveries do). `paced`: one sender.
    */
-  private wakeQueries(kind: string, workspaceId: string, id: string, paced: boolean): Sql[] {
+  wakeQueries(kind: string, workspaceId: string, id: string, paced: boolean): Sql[] {
     return Array.from({ length: paced ? 1 : SENDERS }, (_, slot) =>
       addJobQuery(SEND_TASK, { kind, workspaceId, id, slot } satisfies SendPayload, { key: jobKey({ kind, workspaceId, id, slot }) }),
     );
   }
 
   /**
-   * The statements that queue a stream's deliveries and start its senders, for the transaction of
-   * the source's change (the deliveries and their senders exist iff it commits). `rows` is a query
-   * of the new deliveries' columns: user_id, channel, template_id, subscription_group_id, context,
-   * run_id, node_id, category, hold_action, due_at (NULL where the source has none; due_at NULL: now). A row the stream already has (unique per
-   * source) is not queued again. Only messaging writes deliveries.
+   * The statement that queues a stream's deliveries, for the transaction of the source's change;
+   * its senders are started in the same transaction (`wakeQueries`) or, by a source that queues
+   * while they run, after its commit (`wakeIdle`). `rows` is a query of the new deliveries'
+   * columns: user_id, channel, template_id, subscription_group_id, context, run_id, node_id,
+   * category, hold_action, due_at (NULL where the source has none; due_at NULL: now). A row the
+   * stream already has (unique per source) is not queued again. Only messaging writes deliveries.
    */
-  queueStatements(kind: string, workspaceId: string, id: string, rows: Sql, paced: boolean): Sql[] {
+  queueStatement(kind: string, workspaceId: string, id: string, rows: Sql): Sql {
     const column = ident(this.source(kind).column);
-    return [
-      sql`INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, ${column}, run_id, node_id, subscription_group_id, context, category, hold_action, status, due_at)
+    return sql`INSERT INTO deliveries (workspace_id, id, user_id, channel, template_id, ${column}, run_id, node_id, subscription_group_id, context, category, hold_action, status, due_at)
         SELECT ${workspaceId}::uuid, gen_random_uuid(), r.user_id, r.channel::"Channel", r.template_id, ${id}::uuid, r.run_id, r.node_id,
           r.subscription_group_id, r.context, r.category, r.hold_action, 'Queued', coalesce(r.due_at, now())
         FROM (${rows}) r
-        ON CONFLICT DO NOTHING`,
-      ...this.wakeQueries(kind, workspaceId, id, paced),
-    ];
+        ON CONFLICT DO NOTHING`;
+  }
+
+  /**
+   * After a commit that queued deliveries, for a source whose senders are usually running then (a
+   * journey's batches): starts a sender in each slot no live sender holds. A live sender takes the
+   * new rows itself — in its next claim, or, ending idle, when it looks for what is due next (its
+   * lock is released before it looks). One statement while the senders run, where waking them in
+   * the transaction added a job per slot per batch (a running keyed job is not replaced) that
+   * found its slot taken. A start lost with a dying process is the tick's to give.
+   */
+  async wakeIdle(kind: string, workspaceId: string, id: string, paced: boolean) {
+    try {
+      const { rows } = await this.o.pool.query<{ slot: number }>(
+        sql`SELECT slot FROM generate_series(0, ${paced ? 0 : SENDERS - 1}::int) AS slot
+         WHERE NOT ${slotHeld(sql`${kind}::text`, sql`${workspaceId}::text`, sql`${id}::text`, sql`slot`)}`,
+      );
+      for (const { slot } of rows)
+        await this.o.jobs.add(SEND_TASK, { kind, workspaceId, id, slot } satisfies SendPayload, {
+          key: jobKey({ kind, workspaceId, id, slot }),
+        });
+    } catch (err) {
+      this.o.log("warn", `starting the senders of ${kind} ${id} failed (the tick will): ${errorText(err)}`);
+    }
   }
 
   /** Starts a stream's senders now (a slot whose sender is running keeps it; see `send`). */
@@ -219,7 +246,11 @@ export class SendJobs {
   private async idle(source: DeliverySource, workspaceId: string, stream: StreamRef, p: SendPayload) {
     const next = await nextDue(this.o.pool, workspaceId, stream, this.o.leaseSeconds);
     if (!next) await source.drained?.(workspaceId, stream.id);
-    else if (next.getTime() > Date.now()) {
+    // Queued since this sender's last claim, by a source that does not wake a slot whose sender is
+    // live (`wakeIdle`): this slot goes on.
+    else if (next.getTime() <= Date.now())
+      await this.o.jobs.add(SEND_TASK, { kind: p.kind, workspaceId, id: p.id, slot: p.slot }, { key: jobKey(p) });
+    else {
       const backlog = (await dueAround(this.o.pool, workspaceId, stream, next, BACKLOG)) >= BACKLOG;
       const paced = backlog && (await source.settings(workspaceId, stream.id))?.rateLimitPerSecond != null;
       for (let slot = 0; slot < (backlog && !paced ? SENDERS : 1); slot++)
@@ -238,11 +269,8 @@ export class SendJobs {
       if (streams.length === 0) continue;
       const { rows: idle } = await this.o.pool.query<{ workspace_id: string; id: string }>(
         sql`SELECT a.workspace_id, a.id FROM unnest(${streams.map((s) => s.workspaceId)}::uuid[], ${streams.map((s) => s.id)}::uuid[]) AS a(workspace_id, id)
-         WHERE NOT EXISTS (
-           SELECT 1 FROM pg_locks l, generate_series(0, ${SENDERS}::int - 1) AS slot
-           WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-             AND l.objsubid = 2 AND l.classid = ${SLOT_LOCK_SPACE}::int8::oid
-             AND l.objid = (hashtext(${source.kind} || ':' || a.workspace_id || ':' || a.id || ':' || slot)::int8 & 4294967295)::oid)`,
+         WHERE NOT EXISTS (SELECT 1 FROM generate_series(0, ${SENDERS}::int - 1) AS slot
+           WHERE ${slotHeld(sql`${source.kind}::text`, sql`a.workspace_id::text`, sql`a.id::text`, sql`slot`)})`,
       );
       for (const r of idle) {
         try {

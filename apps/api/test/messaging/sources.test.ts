@@ -3,9 +3,10 @@
 // the run's event in the Liquid scope, marked — a second queue of one (run, node) is a no-op, a
 // Paused journey's messages wait, and the database refuses a delivery without exactly one source.
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { sql } from "../../src/db/sql.ts";
 import { inTransaction } from "../../src/db/transaction.ts";
-import { queueJourneyMessages } from "../../src/journeys/delivery-source.ts";
+import { queueJourneyMessages, wakeJourneySenders } from "../../src/journeys/delivery-source.ts";
 import { waitFor } from "../broadcasts/support.ts";
 import { identify, segmentWorld } from "../segments/support.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
@@ -46,8 +47,8 @@ async function journeyWorld(status: "Running" | "Paused") {
   const queue = async (userId: string, runId: string, nodeId = "send-welcome") => {
     const client = await t.ctx.db.pool.connect();
     try {
-      return await inTransaction(client, async () => {
-        const [insert, ...wake] = queueJourneyMessages(t.ctx.sends, w.ws.id, journey.id, [
+      const inserted = await inTransaction(client, async () => {
+        const insert = queueJourneyMessages(t.ctx.sends, w.ws.id, journey.id, [
           {
             run: {
               id: runId,
@@ -61,10 +62,10 @@ async function journeyWorld(status: "Running" | "Paused") {
             node: { id: nodeId, type: "MessageNode", channel: "Webhook", templateId: template.id, child: "ExitNode" },
           },
         ]);
-        const inserted = (await client.query(insert!)).rowCount;
-        for (const q of wake) await client.query(q);
-        return inserted;
+        return (await client.query(insert)).rowCount;
       });
+      await wakeJourneySenders(t.ctx.sends, w.ws.id, journey.id);
+      return inserted;
     } finally {
       client.release();
     }
@@ -103,6 +104,46 @@ describe("journey-shaped deliveries", () => {
     });
     // Nothing wakes the senders here: the tick finds the waiting delivery.
     expect((await waitFor(deliveries, (ds) => ds[0]?.status === "Sent")).map((d) => d.status)).toEqual(["Sent"]);
+  });
+
+  it("wake senders after the batch's commit only in free slots; a sender ending idle with rows due goes on", async () => {
+    const { w, queue, deliveries, journey } = await journeyWorld("Running");
+    // The senders' slot locks (src/messaging/senders.ts): held here, they stand for live senders.
+    const slotLock = (slot: number) => sql`(${0x7464736e}::int, hashtext(${`journey:${w.ws.id}:${journey.id}:${slot}`}))`;
+    const senders = await t.ctx.db.pool.connect();
+    const holder = await t.ctx.db.pool.connect();
+    const add = vi.spyOn(t.ctx.jobs, "add");
+    const sendersAdded = () =>
+      add.mock.calls
+        // Not those put off for a second (a workspace over its share of senders).
+        .filter(([task, p, o]) => task === "deliveries.send" && (p as { id: string }).id === journey.id && !o?.runAt)
+        .map(([, p]) => p);
+    try {
+      for (let slot = 0; slot < 4; slot++) await senders.query(sql`SELECT pg_advisory_lock${slotLock(slot)}`);
+      // A batch queued while every slot's sender runs starts none: each goes on with the new rows.
+      expect(await queue("ann", randomUUID())).toBe(1);
+      expect(sendersAdded()).toEqual([]);
+      await new Promise((r) => setTimeout(r, 1200)); // the tick too leaves a stream with live senders alone
+      const [queued] = await deliveries();
+      expect(queued.status).toBe("Queued");
+
+      // The row is held elsewhere when the senders' claims come (SKIP LOCKED passes it by), so a
+      // sender ends idle with a row due: it goes on in its slot rather than leave the row to the tick.
+      await holder.query("BEGIN");
+      await holder.query(sql`SELECT 1 FROM deliveries WHERE workspace_id = ${w.ws.id} AND id = ${queued.id} FOR UPDATE`);
+      await senders.query("SELECT pg_advisory_unlock_all()");
+      await t.ctx.sends.send({ kind: "journey", workspaceId: w.ws.id, id: journey.id, slot: 0 });
+      expect(sendersAdded()).toContainEqual({ kind: "journey", workspaceId: w.ws.id, id: journey.id, slot: 0 });
+      await holder.query("ROLLBACK");
+      const sent = await waitFor(deliveries, (ds) => ds[0]?.status === "Sent");
+      expect(sent.map((d) => [d.status, got.get(d.id)?.length])).toEqual([["Sent", 1]]);
+    } finally {
+      add.mockRestore();
+      await holder.query("ROLLBACK").catch(() => {});
+      await senders.query("SELECT pg_advisory_unlock_all()");
+      senders.release();
+      holder.release();
+    }
   });
 
   it("the database refuses a delivery with no source, or with two", async () => {

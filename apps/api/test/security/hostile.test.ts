@@ -381,7 +381,10 @@ describe("two workspaces with the same ids", () => {
       const none = sql`SELECT NULL::text AS user_id, NULL AS channel, NULL::uuid AS template_id, NULL::uuid AS subscription_group_id,
         NULL::jsonb AS context, NULL::uuid AS run_id, NULL::text AS node_id, NULL::text AS category, NULL::text AS hold_action,
         NULL::timestamptz AS due_at WHERE false`;
-      for (const ws of [a, b]) for (const q of t.ctx.sends.queueStatements("journey", ws.id, id, none, false)) await client.query(q);
+      for (const ws of [a, b]) {
+        await client.query(t.ctx.sends.queueStatement("journey", ws.id, id, none));
+        for (const q of t.ctx.sends.wakeQueries("journey", ws.id, id, false)) await client.query(q);
+      }
       const { rows } = await client.query(
         "SELECT count(DISTINCT key)::int AS n FROM graphile_worker.jobs WHERE key LIKE '%' || $1 || '%'",
         [id],

@@ -8,7 +8,7 @@ import type pg from "pg";
 import { param, sql } from "../../db/sql.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import { membersNow } from "../../segments/index.ts";
-import { queueJourneyMessages } from "../delivery-source.ts";
+import { queueJourneyMessages, wakeJourneySenders } from "../delivery-source.ts";
 import type { SendJobs } from "../../messaging/index.ts";
 import { type Outcome, type RunState, runNode, type StepContext } from "./nodes.ts";
 
@@ -55,13 +55,13 @@ export async function advanceBatch(
   now: Date,
   limit: number,
 ): Promise<number> {
-  return inTransaction(db, async () => {
+  const { taken, queued } = await inTransaction(db, async () => {
     const { rows } = await db.query<RunRow>(
       sql`SELECT id, user_id, version, node_id, waiting, wait_until, event FROM journey_runs
        WHERE workspace_id = ${workspaceId} AND journey_id = ${journey.id} AND status = 'Active' AND due_at <= ${now}
        ORDER BY due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
     );
-    if (rows.length === 0) return 0;
+    if (rows.length === 0) return { taken: 0, queued: false };
     const ctx: StepContext = {
       db,
       workspaceId,
@@ -95,8 +95,10 @@ export async function advanceBatch(
     const reached = new Map<string, { version: number; nodeId: string; n: number }>();
     await step(ctx, deps, journey, moving, finals, reached);
     await write(ctx, deps, finals, reached);
-    return rows.length;
+    return { taken: rows.length, queued: ctx.messages.length > 0 };
   });
+  if (queued) await wakeJourneySenders(deps.sends, workspaceId, journey.id);
+  return taken;
 }
 
 /** Moves runs node by node until each waits or ends (definitions have no cycles). */
@@ -162,7 +164,7 @@ async function write(
      WHERE r.workspace_id = ${workspaceId} AND r.id = u.id`,
   );
   if (ctx.messages.length > 0) {
-    for (const q of queueJourneyMessages(deps.sends, workspaceId, journeyId, ctx.messages)) await db.query(q);
+    await db.query(queueJourneyMessages(deps.sends, workspaceId, journeyId, ctx.messages));
   }
   if (reached.size > 0) {
     const counts = [...reached.values()];
