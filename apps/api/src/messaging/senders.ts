@@ -174,16 +174,25 @@ export class SendJobs {
       return;
     }
     this.running.set(p.workspaceId, running + 1);
+    let next: "more" | "idle" | "stopped" = "stopped";
     try {
-      await this.sendInSlot(p, stopping);
+      next = await this.sendInSlot(p, stopping);
     } finally {
       const left = (this.running.get(p.workspaceId) ?? 1) - 1;
       if (left > 0) this.running.set(p.workspaceId, left);
       else this.running.delete(p.workspaceId);
     }
+    // After the slot and this sender's share are free, so a successor taken up at once in this
+    // process finds both (counted in the share, it would wait a second). Should this fail, the
+    // tick revives the stream.
+    if (next === "more")
+      await this.o.jobs
+        .add(SEND_TASK, { kind: p.kind, workspaceId: p.workspaceId, id: p.id, slot: p.slot }, { key: jobKey(p) })
+        .catch((err) => this.o.log("warn", `re-queueing a sender failed: ${errorText(err)}`));
+    else if (next === "idle") await this.idle(this.source(p.kind), p);
   }
 
-  private async sendInSlot(p: SendPayload, stopping?: AbortSignal) {
+  private async sendInSlot(p: SendPayload, stopping?: AbortSignal): Promise<"more" | "idle" | "stopped"> {
     const source = this.source(p.kind);
     const stream: StreamRef = { column: source.column, id: p.id };
     const client = await this.locks.connect();
@@ -198,7 +207,7 @@ export class SendJobs {
       const { rows } = await client.query<{ ok: boolean }>(
         sql`SELECT pg_try_advisory_lock(${SLOT_LOCK_SPACE}, hashtext(${slotKey(p)})) AS ok`,
       );
-      if (!rows[0]?.ok) return;
+      if (!rows[0]?.ok) return "stopped";
       try {
         next = await this.slice(source, p, stream, () => lost !== undefined || stopping?.aborted === true);
       } finally {
@@ -210,12 +219,7 @@ export class SendJobs {
       client.off("error", onError);
       client.release(lost);
     }
-    // After the slot is free, so the successor can take it. Should this fail, the tick revives the stream.
-    if (next === "more")
-      await this.o.jobs
-        .add(SEND_TASK, { kind: p.kind, workspaceId: p.workspaceId, id: p.id, slot: p.slot }, { key: jobKey(p) })
-        .catch((err) => this.o.log("warn", `re-queueing a sender failed: ${errorText(err)}`));
-    else if (next === "idle") await this.idle(source, p.workspaceId, stream, p);
+    return next;
   }
 
   /**
@@ -243,7 +247,9 @@ export class SendJobs {
    * Nothing due now: the stream is drained, or a sender is scheduled for its next due moment (a
    * retry, a release) — every slot's sender when a backlog falls due then (a window's opening).
    */
-  private async idle(source: DeliverySource, workspaceId: string, stream: StreamRef, p: SendPayload) {
+  private async idle(source: DeliverySource, p: SendPayload) {
+    const { workspaceId } = p;
+    const stream: StreamRef = { column: source.column, id: p.id };
     const next = await nextDue(this.o.pool, workspaceId, stream, this.o.leaseSeconds);
     if (!next) await source.drained?.(workspaceId, stream.id);
     // Queued since this sender's last claim, by a source that does not wake a slot whose sender is
