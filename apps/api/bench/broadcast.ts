@@ -9,6 +9,8 @@
 //  4. the same members (BENCH_SLOW_MEMBERS, default all) to an endpoint that answers each request
 //     after 1 s: messages/s at the default worker concurrency, and repeated webhook-ids (must be 0:
 //     a slow provider never makes a claim look abandoned).
+// Each round also prints the CPU per message of the server and of PostgreSQL (from /proc: what a
+// message costs, less noisy than a rate on a shared machine).
 // BENCH_POLICIES=1: the workspace has delivery policies that never bind (three caps, an all-day
 // window; bench/support.ts), so every claim passes the policies' gate (target ≥ 0.75 then).
 // The receiver runs in this process and only counts (and checks webhook-ids are unique). The

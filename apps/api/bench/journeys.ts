@@ -13,7 +13,9 @@
 //     loop (bench/support.ts) to the same receiver. BENCH_JOURNEY_ROUNDS (default 3) interleaved
 //     rounds, each a new journey for the same members, the bare loop before or after it
 //     alternating; the figures are the median rounds' ratios (target ≥ 0.8 each; ≥ 0.75 with
-//     BENCH_POLICIES=1, delivery policies configured but never binding, bench/support.ts).
+//     BENCH_POLICIES=1, delivery policies configured but never binding, bench/support.ts). Each
+//     round also prints the CPU per message (the whole journey: entry, moves, both nodes) of the
+//     server and of PostgreSQL, from /proc.
 //  2. Spread timers. N runs of another journey (entry → delay → exit) are inserted set-based
 //     (SQL), waiting at the delay, due at instants spread over 60 s starting a few seconds after
 //     the insert commits. Lateness of each = commit of the move past the delay − due; also the

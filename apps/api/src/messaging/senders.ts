@@ -12,6 +12,7 @@ import type { Deliverer } from "./send-chunk.ts";
 import { dueAround, nextDue } from "./claims.ts";
 import type { DeliverySource, StreamRef } from "./sources.ts";
 import { errorText } from "../lib/errors.ts";
+import { sleep } from "../lib/time.ts";
 
 const SEND_TASK = "deliveries.send";
 const TICK_TASK = "deliveries.tick";
@@ -19,6 +20,8 @@ const TICK_TASK = "deliveries.tick";
 const SENDERS = 4;
 /** A first chunk this large means a backlog: slot 0 wakes the stream's other senders. */
 const BACKLOG = 100;
+/** A claim that found the due rows held by others' claims is tried again after this long. */
+const CLAIM_AGAIN_MS = 50;
 /** How long a sender claims chunks before it yields its job slot (a chunk under way finishes). */
 const SLICE_MS = 5000;
 /** Two-key advisory lock space of the senders' slots (the second key is hashtext(kind:workspace:id:slot)). */
@@ -234,7 +237,15 @@ export class SendJobs {
       const settings = await source.settings(p.workspaceId, stream.id);
       if (!settings) return "stopped";
       const chunk = await this.o.deliverer.claimChunk(p.workspaceId, stream, settings);
-      if (chunk.picked === 0) return "idle";
+      if (chunk.picked === 0) {
+        // Rows due that the claim did not get are held by another sender's claim under way, or
+        // were queued since it began: claim again shortly, in this slot, rather than end.
+        const next = await nextDue(this.o.pool, p.workspaceId, stream, this.o.leaseSeconds);
+        if (!next || next.getTime() > Date.now()) return "idle";
+        if (Date.now() >= until) return "more";
+        await sleep(CLAIM_AGAIN_MS);
+        continue;
+      }
       if (!woken && chunk.picked >= BACKLOG) await this.wake(source.kind, p.workspaceId, p.id, settings.rateLimitPerSecond !== null);
       woken = true;
       await chunk.send();
@@ -252,8 +263,8 @@ export class SendJobs {
     const stream: StreamRef = { column: source.column, id: p.id };
     const next = await nextDue(this.o.pool, workspaceId, stream, this.o.leaseSeconds);
     if (!next) await source.drained?.(workspaceId, stream.id);
-    // Queued since this sender's last claim, by a source that does not wake a slot whose sender is
-    // live (`wakeIdle`): this slot goes on.
+    // Queued after this sender last looked (with its slot held), by a source that does not wake a
+    // slot whose sender is live (`wakeIdle`): this slot goes on.
     else if (next.getTime() <= Date.now())
       await this.o.jobs.add(SEND_TASK, { kind: p.kind, workspaceId, id: p.id, slot: p.slot }, { key: jobKey(p) });
     else {
