@@ -265,8 +265,8 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
  * The mark's statement, for rows built by `markDeliveries`: one JSON document (serialized
  * natively, parsed by PostgreSQL) rather than per-column arrays. Each row is found by a primary-key
  * probe and locked where it is, then updated by that ctid, like a claim's. Joined to the rows by
- * id, the update was planned on the table's statistics: taken while a workspace had few
- * deliveries, they made a scan of all of its rows for those Sending look cheap, and a mark of
+ * id, the update was planned on the table's statistics: with none yet (autovacuum had not analyzed
+ * the table), a scan of all the workspace's rows for those Sending looked cheap, and a mark of
  * 1 400 rows took 480 ms instead of 120 (bench:journeys, the first journey).
  */
 function markStatement(workspaceId: string, rows: unknown[]) {
