@@ -3,7 +3,8 @@
 import type { Channel, MessageTemplateDefinition } from "@tidings/schema";
 import { sql } from "../db/sql.ts";
 import type { OutgoingMessage } from "./channels/types.ts";
-import { type Claimed, contactTrait, type Marked, markOf, messageInput, toOutgoing } from "./claims.ts";
+import { type Claimed, contactTrait, messageInput, toOutgoing } from "./claims.ts";
+import { type Marked, markOf } from "./marks.ts";
 import { type ProviderForSending, ProviderUnusableError, providerForSending } from "./providers/service.ts";
 import { ReadCache } from "./read-cache.ts";
 import type pg from "pg";

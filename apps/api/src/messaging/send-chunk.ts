@@ -1,6 +1,6 @@
 // Sends one chunk of a stream's deliveries (sources.ts): claim, pace, render, send through each
 // channel's provider, mark — renewing the claim's lease while the provider works (claims.ts
-// holds the SQL and the rules).
+// and marks.ts hold the SQL and the rules).
 import type { Channel } from "@tidings/schema";
 import type pg from "pg";
 import type { PrismaClient } from "../db/client.ts";
@@ -9,7 +9,8 @@ import type { MessagingMetrics } from "./metrics.ts";
 import type { JobLog } from "../jobs/index.ts";
 import type { RenderPool } from "../templates/index.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome } from "./channels/types.ts";
-import { type ClaimSpec, claimDeliveries, type Marked, markDeliveries, renewLeases } from "./claims.ts";
+import { type ClaimSpec, claimDeliveries, renewLeases } from "./claims.ts";
+import { type Marked, markDeliveries } from "./marks.ts";
 import type { ProviderForSending } from "./providers/service.ts";
 import { claimPastGate } from "./gated-claim.ts";
 import { reserve } from "./pacing.ts";

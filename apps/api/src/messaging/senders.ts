@@ -58,12 +58,10 @@ export interface SendJobsOptions {
 // Ids are chosen by clients, so two workspaces may use the same one: every key names the workspace.
 const slotKey = (p: SendPayload) => `${p.kind}:${p.workspaceId}:${p.id}:${p.slot}`;
 const jobKey = (p: SendPayload) => `send:${slotKey(p)}`;
-/** Whether a live sender holds a slot's lock, for SQL expressions of the stream's kind, workspace, id and slot. */
-const slotHeld = (kind: Sql, workspaceId: Sql, id: Sql, slot: Sql) => sql`EXISTS (
-    SELECT 1 FROM pg_locks l
+/** Whether a live sender holds a slot's lock (SQL expressions of the stream's kind, workspace, id and slot). */
+const slotHeld = (kind: Sql, workspaceId: Sql, id: Sql, slot: Sql) => sql`EXISTS (SELECT 1 FROM pg_locks l
     WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND l.objsubid = 2 AND l.classid = ${SLOT_LOCK_SPACE}::int8::oid
-      AND l.objid = (hashtext(${kind} || ':' || ${workspaceId} || ':' || ${id} || ':' || ${slot})::int8 & 4294967295)::oid)`;
+      AND l.objsubid = 2 AND l.classid = ${SLOT_LOCK_SPACE}::int8::oid AND l.objid = (hashtext(${kind} || ':' || ${workspaceId} || ':' || ${id} || ':' || ${slot})::int8 & 4294967295)::oid)`;
 
 /** How long a sender over its workspace's share waits in the queue before it looks again. */
 const SHARE_WAIT_MS = 1000;
@@ -116,12 +114,10 @@ export class SendJobs {
   }
 
   /**
-   * The statement that queues a stream's deliveries, for the transaction of the source's change;
-   * its senders are started in the same transaction (`wakeQueries`) or, by a source that queues
-   * while they run, after its commit (`wakeIdle`). `rows` is a query of the new deliveries'
-   * columns: user_id, channel, template_id, subscription_group_id, context, run_id, node_id,
-   * category, hold_action, due_at (NULL where the source has none; due_at NULL: now). A row the
-   * stream already has (unique per source) is not queued again. Only messaging writes deliveries.
+   * The statement that queues a stream's deliveries in the source's transaction (then `wakeQueries`
+   * in it, or `wakeIdle` after it). `rows`: a query of user_id, channel, template_id,
+   * subscription_group_id, context, run_id, node_id, category, hold_action, due_at (NULL: none,
+   * now). A row the stream has (unique per source) is not queued again. Only messaging writes deliveries.
    */
   queueStatement(kind: string, workspaceId: string, id: string, rows: Sql): Sql {
     const column = ident(this.source(kind).column);
@@ -133,12 +129,10 @@ export class SendJobs {
   }
 
   /**
-   * After a commit that queued deliveries, for a source whose senders are usually running then (a
-   * journey's batches): starts a sender in each slot no live sender holds. A live sender takes the
-   * new rows itself — in its next claim, or, ending idle, when it looks for what is due next (its
-   * lock is released before it looks). One statement while the senders run, where waking them in
-   * the transaction added a job per slot per batch (a running keyed job is not replaced) that
-   * found its slot taken. A start lost with a dying process is the tick's to give.
+   * After a commit that queued deliveries while the senders usually run (a journey's batches): a
+   * sender in each slot no live sender holds; a live one takes the new rows itself (`slice`,
+   * `idle`). In the transaction, a running keyed job is not replaced: each batch made a job per
+   * slot that found its slot taken. A start lost with a dying process is the tick's to give.
    */
   async wakeIdle(kind: string, workspaceId: string, id: string, paced: boolean) {
     try {
@@ -185,9 +179,7 @@ export class SendJobs {
       if (left > 0) this.running.set(p.workspaceId, left);
       else this.running.delete(p.workspaceId);
     }
-    // After the slot and this sender's share are free, so a successor taken up at once in this
-    // process finds both (counted in the share, it would wait a second). Should this fail, the
-    // tick revives the stream.
+    // With the slot and its share free (a successor taken up here would wait a second over the share).
     if (next === "more")
       await this.o.jobs
         .add(SEND_TASK, { kind: p.kind, workspaceId: p.workspaceId, id: p.id, slot: p.slot }, { key: jobKey(p) })

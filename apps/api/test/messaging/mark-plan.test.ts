@@ -8,7 +8,8 @@ import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import type { Sql } from "../../src/db/sql.ts";
-import { claimDeliveries, markDeliveries } from "../../src/messaging/claims.ts";
+import { claimDeliveries } from "../../src/messaging/claims.ts";
+import { markDeliveries } from "../../src/messaging/marks.ts";
 import { testDatabase } from "../segments/support.ts";
 
 const t = testDatabase();
