@@ -140,13 +140,16 @@ export class SendJobs {
         sql`SELECT slot FROM generate_series(0, ${paced ? 0 : SENDERS - 1}::int) AS slot
          WHERE NOT ${slotHeld(sql`${kind}::text`, sql`${workspaceId}::text`, sql`${id}::text`, sql`slot`)}`,
       );
-      for (const { slot } of rows)
-        await this.o.jobs.add(SEND_TASK, { kind, workspaceId, id, slot } satisfies SendPayload, {
-          key: jobKey({ kind, workspaceId, id, slot }),
-        });
+      for (const { slot } of rows) await this.start({ kind, workspaceId, id, slot });
     } catch (err) {
       this.o.log("warn", `starting the senders of ${kind} ${id} failed (the tick will): ${errorText(err)}`);
     }
+  }
+
+  /** Adds the job of one slot's sender, to run now (a `due` sender's payload becomes a plain one). */
+  private start(p: SendPayload) {
+    const { kind, workspaceId, id, slot } = p;
+    return this.o.jobs.add(SEND_TASK, { kind, workspaceId, id, slot } satisfies SendPayload, { key: jobKey(p) });
   }
 
   /** Starts a stream's senders now (a slot whose sender is running keeps it; see `send`). */
@@ -180,10 +183,7 @@ export class SendJobs {
       else this.running.delete(p.workspaceId);
     }
     // With the slot and its share free (a successor taken up here would wait a second over the share).
-    if (next === "more")
-      await this.o.jobs
-        .add(SEND_TASK, { kind: p.kind, workspaceId: p.workspaceId, id: p.id, slot: p.slot }, { key: jobKey(p) })
-        .catch((err) => this.o.log("warn", `re-queueing a sender failed: ${errorText(err)}`));
+    if (next === "more") await this.start(p).catch((err) => this.o.log("warn", `re-queueing a sender failed: ${errorText(err)}`));
     else if (next === "idle") await this.idle(this.source(p.kind), p);
   }
 
@@ -257,8 +257,7 @@ export class SendJobs {
     if (!next) await source.drained?.(workspaceId, stream.id);
     // Queued after this sender last looked (with its slot held), by a source that does not wake a
     // slot whose sender is live (`wakeIdle`): this slot goes on.
-    else if (next.getTime() <= Date.now())
-      await this.o.jobs.add(SEND_TASK, { kind: p.kind, workspaceId, id: p.id, slot: p.slot }, { key: jobKey(p) });
+    else if (next.getTime() <= Date.now()) await this.start(p);
     else {
       const backlog = (await dueAround(this.o.pool, workspaceId, stream, next, BACKLOG)) >= BACKLOG;
       const paced = backlog && (await source.settings(workspaceId, stream.id))?.rateLimitPerSecond != null;
