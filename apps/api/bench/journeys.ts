@@ -15,14 +15,14 @@
 //     alternating; the figures are the median rounds' ratios (target ≥ 0.8 each; ≥ 0.75 with
 //     BENCH_POLICIES=1, delivery policies configured but never binding, bench/support.ts). Each
 //     round also prints the CPU per message (the whole journey: entry, moves, both nodes) of the
-//     server and of PostgreSQL, from /proc.
+//     server and of PostgreSQL, from /proc. BENCH_JOURNEY_ROUNDS=0 skips this phase.
 //  2. Spread timers. N runs of another journey (entry → delay → exit) are inserted set-based
 //     (SQL), waiting at the delay, due at instants spread over 60 s starting a few seconds after
 //     the insert commits. Lateness of each = commit of the move past the delay − due; also the
 //     runtime's own figure (its clock when it took the batch − due, what the histogram
 //     tidings_journey_timer_lateness_seconds observes). p50/p95/p99/max; target p99 ≤ 1 s.
 //  3. Same instant. N such runs all due at one instant: due → the last one past the delay
-//     (its commit). Target ≤ 10 s.
+//     (its commit). Target ≤ 10 s. Phases 2 and 3 also print the CPU per run moved.
 //  4. Entry latency. Track events naming an EventEntryNode journey's event, one request each at a
 //     steady 200/s for 10 s: the event's commit → its run's start. Target p95 ≤ 1 s.
 // Receiver, server and PostgreSQL share the machine's cores, and other work on the machine skews
@@ -283,6 +283,7 @@ async function timers(w: World, journey: { id: string; version: number }, prefix
   const before = await latencyBuckets(w);
   const base = Date.now() + LEAD_MS;
   const loadStart = performance.now();
+  let cpuBefore = s.cpu();
   await db.query(
     `INSERT INTO journey_runs (workspace_id, id, journey_id, version, user_id, node_id, waiting, wait_until, due_at, event, entered_at, updated_at)
      SELECT $1, gen_random_uuid(), $2, $3, $4 || i, 'wait', true, d.due, d.due, jsonb_build_object('due', d.due), d.due - interval '60 seconds', now()
@@ -296,6 +297,7 @@ async function timers(w: World, journey: { id: string; version: number }, prefix
   );
   const insertCommit = Number(c[0]!.ms);
   log(`${N} runs inserted in ${secs(performance.now() - loadStart)}; committed ${secs(base - insertCommit)} before the first due time`);
+  cpuBefore = s.cpu();
   const lastDue = base + (N - 1) * stepMs;
   const active = async () =>
     Number(
@@ -325,6 +327,7 @@ async function timers(w: World, journey: { id: string; version: number }, prefix
     log(`${(err as Error).message}: ${left} never moved; figures are for the others`);
   }
   const seenDone = Date.now();
+  const cpuAfter = s.cpu();
   const { rows } = await db.query<{ n: number; commit: number[]; commit_max: number; rt: number[]; rt_max: number }>(
     `SELECT count(*)::int AS n,
        percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY c) AS commit, max(c) AS commit_max,
@@ -349,6 +352,11 @@ async function timers(w: World, journey: { id: string; version: number }, prefix
     histogramWithin1s: delta("+Inf") > 0 ? delta("1") / delta("+Inf") : Number.NaN,
     histogramCount: delta("+Inf"),
     seenDoneAfterLastDue: seenDone - lastDue,
+    /** CPU per run moved, from the load's commit to the last move seen (µs). */
+    cpu: {
+      server: ((cpuAfter.server - cpuBefore.server) * 1e6) / Math.max(1, r.n),
+      postgres: ((cpuAfter.postgres - cpuBefore.postgres) * 1e6) / Math.max(1, r.n),
+    },
   };
 }
 
@@ -476,39 +484,8 @@ async function main() {
 
     const ms = (x: number) => `${(x * 1000).toFixed(0)} ms`;
     const line = (name: string, value: string, target: string, ok: boolean) => summaryLine(name, value, target, ok, 60);
-    const firstRatios = rounds.map((r) => r.first / r.bare);
-    const secondRatios = rounds.map((r) => r.second / r.bare);
-    const [firstRatio, secondRatio] = [median(firstRatios), median(secondRatios)];
-    const mid = rounds[firstRatios.indexOf(firstRatio)]!;
-    const list = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(", ");
-
     console.log(`\n=== bench:journeys (N = ${N}, ${policies.label}) ===`);
-    console.log(
-      "(1) entry: the members of a computed segment enter with the commit of the journey's PUT (status Running);\n" +
-        `    the runs are inserted after it by the runtime's entry job. Each whole journey ran to its end. ${ROUNDS} rounds:`,
-    );
-    for (const [i, r] of rounds.entries()) console.log(`    round ${i + 1}: ${r.text}`);
-    line("(1) entering commit → first message (ms, slowest round)", Math.max(...rounds.map((r) => r.toFirst)).toFixed(0), "—", true);
-    line(`(1) first message node: messages/s (${N}; the median round)`, mid.first.toFixed(0), "—", true);
-    line("    bare undici loop, signed requests/s (that round)", mid.bare.toFixed(0), "—", true);
-    line(
-      `(1) first message node / bare loop (median: ${list(firstRatios)})`,
-      firstRatio.toFixed(2),
-      `≥ ${policies.target}`,
-      firstRatio >= policies.target,
-    );
-    line(
-      `(1) second message node / bare loop (median: ${list(secondRatios)})`,
-      secondRatio.toFixed(2),
-      `≥ ${policies.target}`,
-      secondRatio >= policies.target,
-    );
-    line(
-      "(1) rounds whose runs all completed, split right, no repeated id",
-      `${rounds.filter((r) => r.whole).length}/${ROUNDS}`,
-      `${ROUNDS}/${ROUNDS}`,
-      rounds.every((r) => r.whole),
-    );
+    if (rounds.length > 0) printRounds(rounds, policies.target, line);
     for (const [name, t] of [
       [`(2) ${N} timers over ${SPREAD_MS / 1000} s`, spread],
       [`(3) ${N} timers at one instant`, burst],
@@ -517,7 +494,8 @@ async function main() {
       console.log(
         `${name}: ${t.moved} moved past the delay${t.left ? `, ${t.left} NEVER` : ""}; lateness (commit − due) p50 ${ms(p50!)}, p95 ${ms(p95!)}, ` +
           `p99 ${ms(p99!)}, max ${ms(t.commitMax)}; runtime's own (its clock − due) p50 ${ms(t.runtime[0]!)}, p99 ${ms(t.runtime[2]!)}, ` +
-          `max ${ms(t.runtimeMax)}; histogram ≤ 1 s: ${(t.histogramWithin1s * 100).toFixed(1)} % of ${t.histogramCount}` +
+          `max ${ms(t.runtimeMax)}; histogram ≤ 1 s: ${(t.histogramWithin1s * 100).toFixed(1)} % of ${t.histogramCount}; ` +
+          `CPU per run: server ${t.cpu.server.toFixed(0)} µs, PostgreSQL ${t.cpu.postgres.toFixed(0)} µs` +
           (t.insertLate ? "; WARNING: the insert committed after the first due time" : ""),
       );
     }
@@ -538,6 +516,32 @@ async function main() {
     await s.stop();
     await receiver.close();
   }
+}
+
+/** Phase 1's figures: each round, and the medians against the target. */
+function printRounds(rounds: Round[], target: number, line: (name: string, value: string, target: string, ok: boolean) => void) {
+  const firstRatios = rounds.map((r) => r.first / r.bare);
+  const secondRatios = rounds.map((r) => r.second / r.bare);
+  const [firstRatio, secondRatio] = [median(firstRatios), median(secondRatios)];
+  const mid = rounds[firstRatios.indexOf(firstRatio)]!;
+  const list = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(", ");
+
+  console.log(
+    "(1) entry: the members of a computed segment enter with the commit of the journey's PUT (status Running);\n" +
+      `    the runs are inserted after it by the runtime's entry job. Each whole journey ran to its end. ${ROUNDS} rounds:`,
+  );
+  for (const [i, r] of rounds.entries()) console.log(`    round ${i + 1}: ${r.text}`);
+  line("(1) entering commit → first message (ms, slowest round)", Math.max(...rounds.map((r) => r.toFirst)).toFixed(0), "—", true);
+  line(`(1) first message node: messages/s (${N}; the median round)`, mid.first.toFixed(0), "—", true);
+  line("    bare undici loop, signed requests/s (that round)", mid.bare.toFixed(0), "—", true);
+  line(`(1) first message node / bare loop (median: ${list(firstRatios)})`, firstRatio.toFixed(2), `≥ ${target}`, firstRatio >= target);
+  line(`(1) second message node / bare loop (median: ${list(secondRatios)})`, secondRatio.toFixed(2), `≥ ${target}`, secondRatio >= target);
+  line(
+    "(1) rounds whose runs all completed, split right, no repeated id",
+    `${rounds.filter((r) => r.whole).length}/${ROUNDS}`,
+    `${ROUNDS}/${ROUNDS}`,
+    rounds.every((r) => r.whole),
+  );
 }
 
 main().catch((err) => {
