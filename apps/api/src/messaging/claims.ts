@@ -166,17 +166,6 @@ interface ClaimRow {
 }
 
 /**
- * Extends the lease of deliveries still being sent: their sender is alive, however slow the
- * provider. Rows already marked are left alone.
- */
-export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: string, ids: string[]) {
-  if (ids.length === 0) return;
-  await db.query(
-    sql`UPDATE deliveries SET due_at = now() WHERE workspace_id = ${workspaceId} AND id = ANY(${ids}::uuid[]) AND status = 'Sending'`,
-  );
-}
-
-/**
  * The next instant a stream has something to send: its earliest Queued row, a Deferred row's
  * notBefore, or a Sending row's lease end (null: nothing pending). Three index-backed minimums.
  */

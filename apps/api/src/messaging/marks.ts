@@ -1,8 +1,10 @@
 // Marks: each claimed delivery's outcome, recorded in one statement per chunk (claims.ts claims
 // them): Sent, Failed (permanent, or a transient failure past MAX_ATTEMPTS), or back to Queued
-// with a backoff for a transient failure.
+// with a backoff for a transient failure. And the claim's lease, renewed while the provider works.
+// Both find their rows the same way (`sendingRows`), in the same order (by id): a renewal under
+// way when the mark begins never deadlocks with it.
 import type pg from "pg";
-import { sql } from "../db/sql.ts";
+import { type Sql, sql } from "../db/sql.ts";
 import type { SendOutcome } from "./channels/types.ts";
 import type { Claimed } from "./claims.ts";
 import { backoffMs } from "../lib/time.ts";
@@ -58,29 +60,52 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
       zone_source: m.timezoneSource ?? null,
     };
   });
+  rows.sort(byId);
   await db.query(markStatement(workspaceId, rows));
 }
 
+const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * Extends the lease of deliveries still being sent: their sender is alive, however slow the
+ * provider. Rows already marked are left alone.
+ */
+export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: string, ids: string[]) {
+  if (ids.length === 0) return;
+  const sorted = JSON.stringify(ids.map((id) => ({ id })).sort(byId));
+  await db.query(
+    sql`WITH target AS (${sendingRows(workspaceId, sql`SELECT * FROM jsonb_to_recordset(${sorted}::jsonb) AS m(id uuid)`)})
+     UPDATE deliveries d SET due_at = now() FROM target WHERE d.ctid = target.tid`,
+  );
+}
+
+/**
+ * The rows of `source` (a query with a column `id`) still Sending, each found by a primary-key
+ * probe and locked where it is, in the source's order: their ctid is `tid`. Joined to the rows
+ * by id instead, an update was planned on the table's statistics: with none yet (autovacuum had
+ * not analyzed the table), a scan of all the workspace's rows for those Sending looked cheap, and
+ * a mark of 1 400 rows took 480 ms instead of 120 (bench:journeys, the first journey). A row source
+ * of JSON is estimated at 100 rows whatever its size, so the probes are planned as probes.
+ */
+const sendingRows = (workspaceId: string, source: Sql) => sql`SELECT m.*, x.tid FROM (${source}) m CROSS JOIN LATERAL (
+         SELECT d.ctid AS tid FROM deliveries d WHERE d.workspace_id = ${workspaceId} AND d.id = m.id AND d.status = 'Sending'
+         FOR UPDATE OF d) x`;
+
 /**
  * The mark's statement, for rows built by `markDeliveries`: one JSON document (serialized
- * natively, parsed by PostgreSQL) rather than per-column arrays. Each row is found by a primary-key
- * probe and locked where it is, then updated by that ctid, like a claim's. Joined to the rows by
- * id, the update was planned on the table's statistics: with none yet (autovacuum had not analyzed
- * the table), a scan of all the workspace's rows for those Sending looked cheap, and a mark of
- * 1 400 rows took 480 ms instead of 120 (bench:journeys, the first journey).
+ * natively, parsed by PostgreSQL) rather than per-column arrays, each row updated by the ctid
+ * `sendingRows` found it at, as a claim's is.
  */
 function markStatement(workspaceId: string, rows: unknown[]) {
-  return sql`WITH m AS (
-       SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+  return sql`WITH m AS (${sendingRows(
+    workspaceId,
+    sql`SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
          AS m(id uuid, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz, sent boolean,
-           zone text, zone_source text)),
-     target AS (
-       SELECT m.*, x.tid FROM m CROSS JOIN LATERAL (
-         SELECT d.ctid AS tid FROM deliveries d WHERE d.workspace_id = ${workspaceId} AND d.id = m.id AND d.status = 'Sending'
-         FOR UPDATE OF d) x)
+           zone text, zone_source text)`,
+  )})
      UPDATE deliveries d SET status = m.status::"DeliveryStatus", reason = m.reason, provider_message_id = m.provider_id,
        contact = m.contact, rendered = m.rendered, due_at = coalesce(m.due, d.due_at), updated_at = now(),
        sent_at = CASE WHEN m.sent THEN now() ELSE d.sent_at END,
        timezone = coalesce(m.zone, d.timezone), timezone_source = coalesce(m.zone_source, d.timezone_source)
-     FROM target m WHERE d.ctid = m.tid`;
+     FROM m WHERE d.ctid = m.tid`;
 }

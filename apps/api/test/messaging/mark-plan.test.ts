@@ -1,4 +1,4 @@
-// A chunk's claim and its mark find their rows by primary key and update them by ctid, whatever
+// A chunk's claim, its lease's renewal and its mark find their rows by primary key and update them by ctid, whatever
 // the table's statistics say. With none yet (a new server's first journey: autovacuum analyzes a
 // table only at its next round after enough changes), the mark joined to its rows by id was
 // planned as a scan of all of the workspace's rows for those Sending: 480 ms a mark of 1 400 rows
@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import type { Sql } from "../../src/db/sql.ts";
 import { claimDeliveries } from "../../src/messaging/claims.ts";
-import { markDeliveries } from "../../src/messaging/marks.ts";
+import { markDeliveries, renewLeases } from "../../src/messaging/marks.ts";
 import { testDatabase } from "../segments/support.ts";
 
 const t = testDatabase();
@@ -37,7 +37,7 @@ async function deliveryScans(q: Sql) {
     .map((n) => `${n["Node Type"]}${n["Index Name"] ? ` ${n["Index Name"]}` : ""}`);
 }
 
-describe("a chunk's claim and mark, on a deliveries table never analyzed", () => {
+describe("a chunk's claim, renewal and mark, on a deliveries table never analyzed", () => {
   it("probe the primary key and update by ctid, never scan the workspace's rows", async () => {
     const ws = (await createWorkspace(t.db.prisma, "marks")).workspace.id;
     const journey = randomUUID();
@@ -70,6 +70,20 @@ describe("a chunk's claim and mark, on a deliveries table never analyzed", () =>
       }),
     );
     expect(await deliveryScans(claim)).not.toContainEqual(expect.stringMatching(/Seq Scan|Bitmap|created_at|deliveries_pkey/));
+
+    const ids = rows.map((r) => r.id);
+    const renewal = await statementOf((db) => renewLeases(db, ws, ids));
+    expect(await deliveryScans(renewal)).toEqual(["Index Scan deliveries_pkey", "Tid Scan"]);
+    await t.admin.query("UPDATE deliveries SET due_at = now() - interval '1 hour' WHERE workspace_id = $1 AND id = ANY($2::uuid[])", [
+      ws,
+      ids,
+    ]);
+    await renewLeases(t.db.pool, ws, ids);
+    const { rows: renewed } = await t.admin.query(
+      "SELECT count(*)::int AS n FROM deliveries WHERE workspace_id = $1 AND id = ANY($2::uuid[]) AND status = 'Sending' AND due_at > now() - interval '1 minute'",
+      [ws, ids],
+    );
+    expect(renewed).toEqual([{ n: 1400 }]);
 
     await markDeliveries(t.db.pool, ws, marks);
     const { rows: after } = await t.admin.query(
