@@ -10,11 +10,9 @@ import { createWorkspace } from "../../src/auth/service.ts";
 import type { Sql } from "../../src/db/sql.ts";
 import { type Final, moveRuns } from "../../src/journeys/runtime/advance.ts";
 import { testDatabase } from "../segments/support.ts";
+import { scansOf } from "../support/plans.ts";
 
 const t = testDatabase();
-
-type Plan = { "Node Type": string; "Index Name"?: string; "Relation Name"?: string; Plans?: Plan[] };
-const nodes = (plan: Plan): Plan[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 
 describe("a runtime batch's write of its runs, on a journey_runs table never analyzed", () => {
   it("updates each run by its ctid, never scans the table", async () => {
@@ -43,12 +41,7 @@ describe("a runtime batch's write of its runs, on a journey_runs table never ana
     const update = sent.pop()!;
     await t.admin.query("BEGIN");
     for (const q of sent) await t.admin.query({ text: q.text, values: q.values });
-    const { rows: plan } = await t.admin.query({ text: `EXPLAIN (FORMAT JSON) ${update.text}`, values: update.values });
-    const scans = nodes(plan[0]["QUERY PLAN"][0].Plan)
-      .filter(
-        (n) => n["Node Type"] !== "ModifyTable" && (n["Relation Name"] === "journey_runs" || n["Index Name"]?.startsWith("journey_runs")),
-      )
-      .map((n) => `${n["Node Type"]}${n["Index Name"] ? ` ${n["Index Name"]}` : ""}`);
+    const scans = await scansOf(t.admin, update, "journey_runs");
     expect(scans).toEqual(["Tid Scan"]);
 
     await t.admin.query({ text: update.text, values: update.values });

@@ -11,11 +11,9 @@ import type { Sql } from "../../src/db/sql.ts";
 import { claimDeliveries } from "../../src/messaging/claims.ts";
 import { markDeliveries, renewLeases } from "../../src/messaging/marks.ts";
 import { testDatabase } from "../segments/support.ts";
+import { scansOf } from "../support/plans.ts";
 
 const t = testDatabase();
-
-type Plan = { "Node Type": string; "Index Name"?: string; "Relation Name"?: string; Plans?: Plan[] };
-const nodes = (plan: Plan): Plan[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 
 /** The statement a function sends, caught rather than run (to be explained). */
 async function statementOf(send: (db: Pick<pg.Pool, "query">) => Promise<unknown>): Promise<Sql> {
@@ -30,12 +28,7 @@ async function statementOf(send: (db: Pick<pg.Pool, "query">) => Promise<unknown
 }
 
 /** How the plan reads `deliveries`: node type and index of every scan of it. */
-async function deliveryScans(q: Sql) {
-  const { rows } = await t.admin.query({ text: `EXPLAIN (FORMAT JSON) ${q.text}`, values: q.values });
-  return nodes(rows[0]["QUERY PLAN"][0].Plan)
-    .filter((n) => n["Node Type"] !== "ModifyTable" && (n["Relation Name"] === "deliveries" || n["Index Name"]?.startsWith("deliveries")))
-    .map((n) => `${n["Node Type"]}${n["Index Name"] ? ` ${n["Index Name"]}` : ""}`);
-}
+const deliveryScans = (q: Sql) => scansOf(t.admin, q, "deliveries");
 
 describe("a chunk's claim, renewal and mark, on a deliveries table never analyzed", () => {
   it("probe the primary key and update by ctid, never scan the workspace's rows", async () => {

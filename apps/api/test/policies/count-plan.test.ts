@@ -7,11 +7,9 @@ import { describe, expect, it } from "vitest";
 import { createWorkspace } from "../../src/auth/service.ts";
 import { countedSends, type UserCaps } from "../../src/policies/gate.ts";
 import { testDatabase } from "../segments/support.ts";
+import { explain, planNodes } from "../support/plans.ts";
 
 const t = testDatabase();
-
-type Plan = { "Node Type": string; "Index Name"?: string; "Relation Name"?: string; Plans?: Plan[] };
-const nodes = (plan: Plan): Plan[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 
 describe("a frequency cap's count", () => {
   it("reads each user's deliveries by the user index, whatever stale statistics say about their status", async () => {
@@ -34,8 +32,7 @@ describe("a frequency cap's count", () => {
     const since = Date.now() - 3600_000;
     const users: UserCaps[] = Array.from({ length: 200 }, (_, i) => ({ user: `u-${i + 1}`, since: [1, 1] }));
     const query = countedSends(ws, policies as Policies, [since], users, "count");
-    const { rows } = await t.admin.query({ text: `EXPLAIN (FORMAT JSON) ${query.text}`, values: query.values });
-    const plan = nodes(rows[0]["QUERY PLAN"][0].Plan);
+    const plan = planNodes(await explain(t.admin, query));
     const indexes = plan.flatMap((n) => (n["Index Name"]?.startsWith("deliveries") ? [n["Index Name"]] : []));
     expect(indexes.length).toBeGreaterThan(0);
     expect(new Set(indexes)).toEqual(new Set(["deliveries_workspace_id_user_id_idx"]));

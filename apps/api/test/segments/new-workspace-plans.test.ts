@@ -5,7 +5,6 @@
 // after (e)). Over the copy, they are joined by hash whatever the estimates. And a segment's rows
 // of its users (timers, members) were read through the (workspace, due_at) index, all of the
 // workspace's timers for each user (2.7 million buffers for 5 000 users): they are read by primary key.
-import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { SegmentDefinition } from "@tidings/schema";
 import { createWorkspace } from "../../src/auth/service.ts";
@@ -13,21 +12,13 @@ import { compileSegment, segmentInputs } from "../../src/segments/engine/compile
 import { scopedRows } from "../../src/segments/engine/evaluate.ts";
 import { eventsRead, withScopeCopy } from "../../src/segments/engine/scope-events.ts";
 
+import { explain, type Plan, planNodes } from "../support/plans.ts";
 import { testDatabase } from "./support.ts";
 
 const t = testDatabase();
 
-type Plan = { "Node Type": string; "Index Name"?: string; "Relation Name"?: string; Plans?: Plan[] };
-
-/** The nodes of a plan (EXPLAIN's JSON), all levels. */
-const nodes = (plan: Plan): Plan[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-const nodeTypes = (plan: Plan) => nodes(plan).map((n) => n["Node Type"]);
-const relations = (plan: Plan) => nodes(plan).flatMap((n) => n["Relation Name"] ?? []);
-
-async function explain(client: Pick<pg.PoolClient, "query">, query: { text: string; values: unknown[] }): Promise<Plan> {
-  const { rows } = await client.query({ text: `EXPLAIN (FORMAT JSON) ${query.text}`, values: query.values });
-  return rows[0]["QUERY PLAN"][0].Plan;
-}
+const nodeTypes = (plan: Plan) => planNodes(plan).map((n) => n["Node Type"]);
+const relations = (plan: Plan) => planNodes(plan).flatMap((n) => n["Relation Name"] ?? []);
 
 describe("a segment evaluated over a drain's copy of the events, in a workspace the statistics do not know", () => {
   it("reads its profiles from the copy too, and joins them by hash, not by a nested loop", async () => {
@@ -99,7 +90,7 @@ describe("a segment's rows of its users, in a workspace the statistics do not kn
     const ids = Array.from({ length: 2000 }, (_, i) => `t-${i}`);
     for (const range of [null, { ids: ids.length, rows: 3000 }]) {
       const plan = await explain(t.db.pool, scopedRows("segment_timers", "profile_id, due_at", ws, id, ids, range));
-      const indexes = nodes(plan).flatMap((n) => (n["Index Name"] ? [n["Index Name"]] : []));
+      const indexes = planNodes(plan).flatMap((n) => (n["Index Name"] ? [n["Index Name"]] : []));
       expect({ range: range !== null, indexes }).toEqual({ range: range !== null, indexes: ["segment_timers_pkey"] });
     }
   });
