@@ -239,7 +239,13 @@ async function entryAtOnce(w: World, prepared: Awaited<ReturnType<typeof prepare
     [s.workspaceId, j.id],
   );
   const p = phases[0]!;
-  const stats = await s.admin("GET", `/api/admin/journeys/${j.id}/stats`);
+  // A run moves on after its last message is sent; with delivery policies that can hold, only once
+  // that message's mark wakes it: the stats once every run has completed (or after a minute).
+  const readStats = () => s.admin("GET", `/api/admin/journeys/${j.id}/stats`);
+  const stats = await until("runs completed", readStats, (st) => st.completed >= N, 60_000, 250).catch(async (err) => {
+    log((err as Error).message);
+    return readStats();
+  });
   return {
     commit,
     answered,
