@@ -7,7 +7,7 @@ import type pg from "pg";
 import { empty, limit, param, raw, type Sql, sql } from "../db/sql.ts";
 import { inTransaction } from "../db/transaction.ts";
 import type { JobLayer } from "../jobs/index.ts";
-import type { SendJobs } from "../messaging/index.ts";
+import { dropTallies, type SendJobs, tallyQueued } from "../messaging/index.ts";
 import type { DeliverySource, StreamSettings } from "../messaging/index.ts";
 import { parseStoredDefinition } from "../segments/index.ts";
 import type { SegmentEngine } from "../segments/index.ts";
@@ -97,19 +97,23 @@ export class BroadcastRunner {
 
   /**
    * Completes a running broadcast none of whose deliveries is pending, keeping its counts by status
-   * (read in the same snapshot as the check that none is pending; they no longer change).
+   * (read in the same snapshot as the check that none is pending; they no longer change) instead of
+   * its tallies.
    */
   private async complete(workspaceId: string, broadcastId: string) {
     const [ws, id] = [param(workspaceId), param(broadcastId)];
     const done = await this.o.pool.query(
-      sql`UPDATE broadcasts SET status = 'Completed', completed_at = now(), updated_at = now(),
+      sql`WITH done AS (UPDATE broadcasts SET status = 'Completed', completed_at = now(), updated_at = now(),
          final_counts = (SELECT jsonb_build_object(
              'sent', count(*) FILTER (WHERE status = 'Sent'),
              'failed', count(*) FILTER (WHERE status = 'Failed'),
              'skipped', count(*) FILTER (WHERE status = 'Skipped'))
            FROM deliveries WHERE workspace_id = ${ws} AND broadcast_id = ${id})
        WHERE workspace_id = ${ws} AND id = ${id} AND status = 'Running'
-         AND NOT EXISTS (SELECT 1 FROM deliveries WHERE workspace_id = ${ws} AND broadcast_id = ${id} AND status IN ('Queued', 'Sending', 'Deferred'))`,
+         AND NOT EXISTS (SELECT 1 FROM deliveries WHERE workspace_id = ${ws} AND broadcast_id = ${id} AND status IN ('Queued', 'Sending', 'Deferred'))
+       RETURNING workspace_id, id),
+     dropped AS (${dropTallies(sql`SELECT * FROM done`)})
+     SELECT id FROM done`,
     );
     if (done.rowCount) await releaseBroadcast(this.o.prisma, workspaceId, broadcastId);
   }
@@ -153,7 +157,8 @@ export class BroadcastRunner {
               ${b.subscription_group_id}::uuid AS subscription_group_id, NULL::jsonb AS context, NULL::uuid AS run_id, NULL::text AS node_id,
               ${b.category}::text AS category, NULL::text AS hold_action, ${local?.due ?? sql`NULL::timestamptz`} AS due_at
             FROM (${audience} ${slice}) m ${local?.join ?? sql``}`;
-          await client.query(this.o.sends.queueStatement(KIND, workspaceId, broadcastId, members));
+          const queued = await client.query(this.o.sends.queueStatement(KIND, workspaceId, broadcastId, members));
+          if (queued.rowCount) await client.query(tallyQueued(workspaceId, broadcastId, queued.rowCount));
           const [ws, id] = [param(workspaceId), param(broadcastId)];
           await client.query(
             started

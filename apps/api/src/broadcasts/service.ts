@@ -18,6 +18,7 @@ import type { Broadcast } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { addJobQuery } from "../jobs/index.ts";
+import { readTallies, skipUnsent } from "../messaging/index.ts";
 
 export const START_TASK = "broadcasts.start";
 /** The start job's key: one waiting start per broadcast (ids are the clients', so it names the workspace). */
@@ -128,29 +129,17 @@ function repeat(existing: Broadcast, request: Record<string, unknown>): ExecuteB
 
 /**
  * Each broadcast's deliveries by status: a completed one's as it completed (`finalCounts`), the
- * others' counted (a count grows with the broadcast: 65 ms at 100 000, read every 2 s by a console).
+ * others' from their tallies (messaging's tallies.ts: counting the deliveries grew with the
+ * broadcast, 0.4 s a read at a million, read every 2 s by a console).
  */
 async function counts(prisma: PrismaClient, workspaceId: string, broadcasts: Broadcast[]) {
+  const live = broadcasts.filter((b) => b.finalCounts === null).map((b) => b.id);
+  const tallied = live.length === 0 ? new Map<string, Counts>() : await readTallies(prisma, workspaceId, live);
   const out = new Map<string, Counts>();
   for (const b of broadcasts) {
     const final = b.finalCounts as { sent: number; failed: number; skipped: number } | null;
-    out.set(b.id, { sent: final?.sent ?? 0, failed: final?.failed ?? 0, skipped: final?.skipped ?? 0, pending: 0, deferred: 0 });
-  }
-  const live = broadcasts.filter((b) => b.finalCounts === null).map((b) => b.id);
-  if (live.length === 0) return out;
-  const rows = await prisma.delivery.groupBy({
-    by: ["broadcastId", "status"],
-    where: { workspaceId, broadcastId: { in: live } },
-    _count: { _all: true },
-  });
-  for (const r of rows) {
-    const c = out.get(r.broadcastId!)!;
-    const n = r._count._all;
-    if (r.status === "Sent") c.sent += n;
-    else if (r.status === "Failed") c.failed += n;
-    else if (r.status === "Skipped") c.skipped += n;
-    else c.pending += n;
-    if (r.status === "Deferred") c.deferred += n;
+    const c = final ? { ...final, pending: 0, deferred: 0 } : tallied.get(b.id);
+    out.set(b.id, c ?? { sent: 0, failed: 0, skipped: 0, pending: 0, deferred: 0 });
   }
   return out;
 }
@@ -218,10 +207,7 @@ export async function cancelBroadcast(prisma: PrismaClient, workspaceId: string,
     });
     if (cancelled.count > 0) {
       await setHolds(tx, workspaceId, { kind: "Broadcast", id }, []);
-      await tx.delivery.updateMany({
-        where: { workspaceId, broadcastId: id, status: { in: ["Queued", "Deferred"] } },
-        data: { status: "Skipped", reason: "cancelled", updatedAt: new Date() },
-      });
+      await skipUnsent(tx, workspaceId, id, "cancelled");
     }
   });
   return getBroadcast(prisma, workspaceId, id);

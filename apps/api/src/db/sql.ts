@@ -80,7 +80,7 @@ export function ident(name: string): Sql {
 export const limit = (n: number) => sql`LIMIT ${n}::int`;
 
 /** What Prisma's client and its transactions offer to run raw statements. */
-interface PrismaRaw {
+export interface PrismaRaw {
   $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
   $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
 }

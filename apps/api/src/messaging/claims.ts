@@ -14,6 +14,7 @@ import { ident, type Param, param, sql } from "../db/sql.ts";
 import type { MessageInput } from "../templates/index.ts";
 import type { OutgoingMessage } from "./channels/types.ts";
 import type { StreamRef } from "./sources.ts";
+import { addTallies } from "./tallies.ts";
 
 /** The trait holding each channel's contact point (by provider type for push). */
 export function contactTrait(channel: string, providerType: string | null): string | null {
@@ -66,6 +67,21 @@ export async function claimDeliveries(
   db: Pick<pg.Pool, "query">,
   spec: ClaimSpec,
 ): Promise<{ picked: number; skipped: Channel[]; toSend: Claimed[]; ids: string[] }> {
+  const { rows } = await db.query<ClaimRow>(claimStatement(spec));
+  const toSend = rows.filter((r) => !r.skipped).map(toClaimed);
+  return { picked: rows.length, skipped: rows.filter((r) => r.skipped).map((r) => r.channel), toSend, ids: rows.map((r) => r.id) };
+}
+
+/**
+ * A claim's skips, and the Deferred rows it takes, tallied (tallies.ts); a Queued or Sending row
+ * claimed changes no count.
+ */
+const claimTallies = addTallies(
+  sql`SELECT workspace_id, broadcast_id, CASE WHEN was_deferred THEN 'Deferred' ELSE 'Sending' END AS old_status, new_status FROM claimed`,
+);
+
+/** The claim's statement (`claimDeliveries`). */
+function claimStatement(spec: ClaimSpec) {
   const column = ident(spec.stream.column);
   const [ws, stream, limit, traits] = [
     param(spec.workspaceId),
@@ -74,7 +90,7 @@ export async function claimDeliveries(
     param(JSON.stringify(spec.contactTraits)),
   ];
   const skip = skipReason(traits);
-  const { rows } = await db.query<ClaimRow>(
+  return (
     // Three index-ordered scans (Sending rows whose lease ran out, taken first; due Deferred rows;
     // due Queued rows) read, and lock, only as far as \`picked\` takes rows, so a claim reads only
     // the rows it takes, however many are waiting. Every LIMIT is the constant \`limit\`: a LIMIT
@@ -108,19 +124,20 @@ export async function claimDeliveries(
        LEFT JOIN LATERAL (SELECT subscribed FROM subscription_assignments
          WHERE workspace_id = picked.workspace_id AND subscription_group_id = picked.subscription_group_id AND profile_id = picked.user_id LIMIT 1) s ON true
        LEFT JOIN LATERAL (SELECT status FROM journey_runs
-         WHERE picked.was_deferred AND workspace_id = picked.workspace_id AND id = picked.run_id LIMIT 1) r ON true)
-     UPDATE deliveries d SET
-       status = CASE WHEN decided.skip IS NULL THEN 'Sending' ELSE 'Skipped' END::"DeliveryStatus",
-       reason = decided.skip,
-       attempts = d.attempts + CASE WHEN decided.skip IS NULL THEN 1 ELSE 0 END,
-       due_at = now(), updated_at = now()
-     FROM decided WHERE d.ctid = decided.tid
-     RETURNING d.id, d.user_id, d.attempts, d.channel, d.template_id, d.subscription_group_id, d.context, decided.traits,
-       decided.skip IS NOT NULL AS skipped, d.category, (extract(epoch FROM d.created_at) * 1000)::float8 AS created_ms, decided.was_deferred,
-       d.hold_action`,
+         WHERE picked.was_deferred AND workspace_id = picked.workspace_id AND id = picked.run_id LIMIT 1) r ON true),
+     claimed AS (
+       UPDATE deliveries d SET
+         status = CASE WHEN decided.skip IS NULL THEN 'Sending' ELSE 'Skipped' END::"DeliveryStatus",
+         reason = decided.skip,
+         attempts = d.attempts + CASE WHEN decided.skip IS NULL THEN 1 ELSE 0 END,
+         due_at = now(), updated_at = now()
+       FROM decided WHERE d.ctid = decided.tid
+       RETURNING d.id, d.user_id, d.attempts, d.channel, d.template_id, d.subscription_group_id, d.context, decided.traits,
+         decided.skip IS NOT NULL AS skipped, d.category, (extract(epoch FROM d.created_at) * 1000)::float8 AS created_ms, decided.was_deferred,
+         d.hold_action, d.workspace_id, d.broadcast_id, d.status::text AS new_status),
+     tallied AS (${claimTallies})
+     SELECT * FROM claimed`
   );
-  const toSend = rows.filter((r) => !r.skipped).map(toClaimed);
-  return { picked: rows.length, skipped: rows.filter((r) => r.skipped).map((r) => r.channel), toSend, ids: rows.map((r) => r.id) };
 }
 
 /** Why a picked delivery is skipped (user gone, unsubscribed, not subscribed, no contact point), or NULL. */

@@ -8,6 +8,7 @@ import { type Sql, sql } from "../db/sql.ts";
 import type { SendOutcome } from "./channels/types.ts";
 import type { Claimed } from "./claims.ts";
 import { backoffMs } from "../lib/time.ts";
+import { addTallies } from "./tallies.ts";
 
 /** A transient failure is retried this many times in all before it is recorded as Failed. */
 export const MAX_ATTEMPTS = 5;
@@ -94,7 +95,7 @@ const sendingRows = (workspaceId: string, source: Sql) => sql`SELECT m.*, x.tid 
 /**
  * The mark's statement, for rows built by `markDeliveries`: one JSON document (serialized
  * natively, parsed by PostgreSQL) rather than per-column arrays, each row updated by the ctid
- * `sendingRows` found it at, as a claim's is.
+ * `sendingRows` found it at, as a claim's is, and its outcomes tallied (tallies.ts).
  */
 function markStatement(workspaceId: string, rows: unknown[]) {
   return sql`WITH m AS (${sendingRows(
@@ -103,9 +104,11 @@ function markStatement(workspaceId: string, rows: unknown[]) {
          AS m(id uuid, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz, sent boolean,
            zone text, zone_source text)`,
   )})
-     UPDATE deliveries d SET status = m.status::"DeliveryStatus", reason = m.reason, provider_message_id = m.provider_id,
+     , marked AS (UPDATE deliveries d SET status = m.status::"DeliveryStatus", reason = m.reason, provider_message_id = m.provider_id,
        contact = m.contact, rendered = m.rendered, due_at = coalesce(m.due, d.due_at), updated_at = now(),
        sent_at = CASE WHEN m.sent THEN now() ELSE d.sent_at END,
        timezone = coalesce(m.zone, d.timezone), timezone_source = coalesce(m.zone_source, d.timezone_source)
-     FROM m WHERE d.ctid = m.tid`;
+     FROM m WHERE d.ctid = m.tid
+     RETURNING d.workspace_id, d.broadcast_id, m.status AS new_status)
+     ${addTallies(sql`SELECT workspace_id, broadcast_id, 'Sending' AS old_status, new_status FROM marked`)}`;
 }
