@@ -1,6 +1,7 @@
 // The settings the embedded PostgreSQL starts with (the test run's own server is one).
 import pg from "pg";
 import { describe, expect, it, inject } from "vitest";
+import { sharedBuffersMb } from "../../src/db/embedded.ts";
 
 describe.skipIf(process.env.TEST_DATABASE_URL)("embedded PostgreSQL", () => {
   it("listens on loopback only and creates WAL segments without zero-filling them", async () => {
@@ -11,8 +12,21 @@ describe.skipIf(process.env.TEST_DATABASE_URL)("embedded PostgreSQL", () => {
       expect(await show("listen_addresses")).toBe("127.0.0.1");
       // Zero-filling a new 16 MB segment stalled commits for 25–150 ms under load.
       expect(await show("wal_init_zero")).toBe("off");
+      const buffers = await c.query("SELECT setting::bigint * 8192 / 1048576 AS mb FROM pg_settings WHERE name = 'shared_buffers'");
+      expect(Number(buffers.rows[0].mb)).toBe(sharedBuffersMb());
     } finally {
       await c.end();
     }
+  });
+});
+
+describe("the embedded server's shared buffers", () => {
+  const GB = 2 ** 30;
+  it("take a quarter of the memory, or of the container's limit when lower, between 128 MB and 2 GB", () => {
+    expect(sharedBuffersMb(4 * GB, 0)).toBe(1024);
+    expect(sharedBuffersMb(24 * GB, 0)).toBe(2048);
+    expect(sharedBuffersMb(24 * GB, 2 ** 64)).toBe(2048);
+    expect(sharedBuffersMb(24 * GB, 2 * GB)).toBe(512);
+    expect(sharedBuffersMb(GB / 4, 0)).toBe(128);
   });
 });
