@@ -2,34 +2,14 @@
 // (not paused or unstarted ones) hold what their definition names, segments the subscription
 // groups they name; only targets that exist are held, and malformed definitions are skipped.
 import { randomUUID } from "node:crypto";
-import pg from "pg";
-import { afterAll, beforeAll, expect, it, inject } from "vitest";
-import { readMigrations } from "../../src/db/migrate.ts";
+import { expect, it } from "vitest";
+import { migrateUpTo, useEmptyDatabase } from "./empty-database.ts";
 
-let admin: pg.Client;
-let c: pg.Client;
-const database = `tidings_refmig_${process.pid}_${Date.now()}`;
-
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: inject("adminUrl") });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const u = new URL(inject("adminUrl"));
-  u.pathname = `/${database}`;
-  c = new pg.Client({ connectionString: u.toString() });
-  await c.connect();
-});
-afterAll(async () => {
-  await c?.end();
-  await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  await admin.end();
-});
+const database = useEmptyDatabase("tidings_refmig");
 
 it("resource_references backfills the holds of running journeys and of segments", async () => {
-  const migrations = await readMigrations();
-  const at = migrations.findIndex((m) => m.name.endsWith("_resource_references"));
-  expect(at).toBeGreaterThan(0);
-  for (const m of migrations.slice(0, at)) await c.query(m.sql);
+  const c = database();
+  const migrateIt = await migrateUpTo(c, "resource_references");
 
   const ws = (await c.query(`INSERT INTO workspaces (id, name) VALUES (gen_random_uuid(), 'w') RETURNING id`)).rows[0].id as string;
   const [entry, split, waited, gone] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
@@ -93,7 +73,7 @@ it("resource_references backfills the holds of running journeys and of segments"
   await journey("running, no definition", "Running", null);
   await journey("running, malformed", "Running", { entryNode: "nope", nodes: { not: "an array" } });
 
-  await c.query(migrations[at]!.sql);
+  await migrateIt();
 
   const holds = async (table: string) =>
     (

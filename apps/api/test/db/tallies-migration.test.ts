@@ -1,31 +1,14 @@
 // The broadcast_tallies migration starts every broadcast not completed (running, queued or
 // cancelled) from its deliveries as they stand; a completed one keeps its final counts and gets
 // no tallies. Two workspaces with the same broadcast name and user ids stay apart.
-import pg from "pg";
-import { afterAll, beforeAll, expect, it, inject } from "vitest";
-import { readMigrations } from "../../src/db/migrate.ts";
+import { expect, it } from "vitest";
+import { migrateUpTo, useEmptyDatabase } from "./empty-database.ts";
 
-let admin: pg.Client;
-let c: pg.Client;
-const database = `tidings_tallymig_${process.pid}_${Date.now()}`;
-
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: inject("adminUrl") });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const u = new URL(inject("adminUrl"));
-  u.pathname = `/${database}`;
-  c = new pg.Client({ connectionString: u.toString() });
-  await c.connect();
-});
-afterAll(async () => {
-  await c?.end();
-  await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  await admin.end();
-});
+const database = useEmptyDatabase("tidings_tallymig");
 
 /** A broadcast in a new workspace with deliveries in `statuses` (users u0, u1, …). */
 async function broadcast(status: string, statuses: string[], finalCounts: unknown = null) {
+  const c = database();
   const ws = (await c.query(`INSERT INTO workspaces (id, name) VALUES (gen_random_uuid(), gen_random_uuid()::text) RETURNING id`)).rows[0]
     .id as string;
   const id = (
@@ -44,16 +27,14 @@ async function broadcast(status: string, statuses: string[], finalCounts: unknow
 }
 
 it("broadcast_tallies starts each broadcast not completed from its deliveries", async () => {
-  const migrations = await readMigrations();
-  const at = migrations.findIndex((m) => m.name.endsWith("_broadcast_tallies"));
-  expect(at).toBeGreaterThan(0);
-  for (const m of migrations.slice(0, at)) await c.query(m.sql);
+  const c = database();
+  const migrateIt = await migrateUpTo(c, "broadcast_tallies");
 
   const running = await broadcast("Running", ["Queued", "Sending", "Sent", "Sent", "Failed", "Skipped", "Deferred", "Deferred"]);
   const cancelled = await broadcast("Cancelled", ["Sent", "Skipped", "Skipped"]);
   const completed = await broadcast("Completed", ["Sent", "Failed"], { sent: 1, failed: 1, skipped: 0 });
 
-  await c.query(migrations[at]!.sql);
+  await migrateIt();
   const { rows } = await c.query(
     `SELECT workspace_id AS ws, broadcast_id AS id, total, sent, failed, skipped, deferred FROM broadcast_tallies ORDER BY total DESC`,
   );
