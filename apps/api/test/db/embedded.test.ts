@@ -4,7 +4,7 @@ import { describe, expect, it, inject } from "vitest";
 import { sharedBuffersMb } from "../../src/db/embedded.ts";
 
 describe.skipIf(process.env.TEST_DATABASE_URL)("embedded PostgreSQL", () => {
-  it("listens on loopback only and creates WAL segments without zero-filling them", async () => {
+  it("listens on loopback only, creates WAL segments without zero-filling them, and sizes its shared buffers by the rule below", async () => {
     const c = new pg.Client({ connectionString: inject("adminUrl") });
     await c.connect();
     try {
