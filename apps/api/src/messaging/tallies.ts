@@ -10,21 +10,18 @@ import type { Tx } from "../db/upsert.ts";
 
 /**
  * The statement adding the tallies of `changed`: a query of (workspace_id, broadcast_id,
- * old_status, new_status) per delivery it changed, statuses as text, `old_status` NULL for a
- * delivery it queued. A delivery of no broadcast (a journey's) adds nothing; a change none of the
+ * old_status, new_status) per delivery whose status it changed, statuses as text (queued rows are
+ * `tallyQueued`'s). A delivery of no broadcast (a journey's) adds nothing; a change none of the
  * counts sees (Queued to Sending, say) adds no row.
  */
-export const addTallies = (
-  changed: Sql,
-) => sql`INSERT INTO broadcast_tallies (workspace_id, broadcast_id, total, sent, failed, skipped, deferred)
+export const addTallies = (changed: Sql) => sql`INSERT INTO broadcast_tallies (workspace_id, broadcast_id, sent, failed, skipped, deferred)
    SELECT * FROM (SELECT workspace_id, broadcast_id,
-       count(*) FILTER (WHERE old_status IS NULL)::int AS total,
        count(*) FILTER (WHERE new_status = 'Sent')::int AS sent,
        count(*) FILTER (WHERE new_status = 'Failed')::int AS failed,
        count(*) FILTER (WHERE new_status = 'Skipped')::int AS skipped,
        (count(*) FILTER (WHERE new_status = 'Deferred') - count(*) FILTER (WHERE old_status = 'Deferred'))::int AS deferred
      FROM (${changed}) x WHERE broadcast_id IS NOT NULL GROUP BY workspace_id, broadcast_id) c
-   WHERE (c.total, c.sent, c.failed, c.skipped, c.deferred) <> (0, 0, 0, 0, 0)`;
+   WHERE (c.sent, c.failed, c.skipped, c.deferred) <> (0, 0, 0, 0)`;
 
 /** Counts of broadcast deliveries: pending is everything not sent, failed or skipped (Deferred included). */
 export interface TalliedCounts {
