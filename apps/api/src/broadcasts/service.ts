@@ -18,7 +18,7 @@ import type { Broadcast } from "../generated/prisma/client.ts";
 import { ApiError, badRequest, notFound } from "../lib/errors.ts";
 import { decodeCursor, page } from "../http/pagination.ts";
 import { addJobQuery } from "../jobs/index.ts";
-import { readTallies, skipUnsent } from "../messaging/index.ts";
+import { readTallies, skipUnsent, type TalliedCounts } from "../messaging/index.ts";
 
 export const START_TASK = "broadcasts.start";
 /** The start job's key: one waiting start per broadcast (ids are the clients', so it names the workspace). */
@@ -134,8 +134,8 @@ function repeat(existing: Broadcast, request: Record<string, unknown>): ExecuteB
  */
 async function counts(prisma: PrismaClient, workspaceId: string, broadcasts: Broadcast[]) {
   const live = broadcasts.filter((b) => b.finalCounts === null).map((b) => b.id);
-  const tallied = live.length === 0 ? new Map<string, Counts>() : await readTallies(prisma, workspaceId, live);
-  const out = new Map<string, Counts>();
+  const tallied = live.length === 0 ? new Map<string, TalliedCounts>() : await readTallies(prisma, workspaceId, live);
+  const out = new Map<string, TalliedCounts>();
   for (const b of broadcasts) {
     const final = b.finalCounts as { sent: number; failed: number; skipped: number } | null;
     const c = final ? { ...final, pending: 0, deferred: 0 } : tallied.get(b.id);
@@ -144,9 +144,7 @@ async function counts(prisma: PrismaClient, workspaceId: string, broadcasts: Bro
   return out;
 }
 
-type Counts = Required<Omit<BroadcastResource["counts"], "audience">>;
-
-function toResource(row: Broadcast, c: Counts): BroadcastResource {
+function toResource(row: Broadcast, c: TalliedCounts): BroadcastResource {
   return {
     id: row.id,
     workspaceId: row.workspaceId,

@@ -20,7 +20,7 @@ import { SendJobs } from "./senders.ts";
 
 export { verifySecretKey } from "./secret-key.ts";
 export type { SendJobs } from "./senders.ts";
-export { dropTallies, readTallies, skipUnsent, tallyQueued } from "./tallies.ts";
+export { dropTallies, readTallies, skipUnsent, type TalliedCounts, tallyQueued } from "./tallies.ts";
 export type { DeliverySource, StreamSettings } from "./sources.ts";
 
 export interface MessagingDeps {

@@ -5,6 +5,7 @@
 // the deliveries and costs the send path one small insert per statement. Reading a running
 // broadcast's counts sums its rows (about one per mark): counting its deliveries took 65 ms at
 // 100 000 and 0.4 s at a million, once a second for each admin watching (docs/scaling.md).
+import type { BroadcastResource } from "@tidings/schema";
 import { type PrismaRaw, prismaExecute, type Sql, sql } from "../db/sql.ts";
 import type { Tx } from "../db/upsert.ts";
 
@@ -23,14 +24,8 @@ export const addTallies = (changed: Sql) => sql`INSERT INTO broadcast_tallies (w
      FROM (${changed}) x WHERE broadcast_id IS NOT NULL GROUP BY workspace_id, broadcast_id) c
    WHERE (c.sent, c.failed, c.skipped, c.deferred) <> (0, 0, 0, 0)`;
 
-/** Counts of broadcast deliveries: pending is everything not sent, failed or skipped (Deferred included). */
-export interface TalliedCounts {
-  sent: number;
-  failed: number;
-  skipped: number;
-  pending: number;
-  deferred: number;
-}
+/** A broadcast's counts but its audience: pending is everything not sent, failed or skipped (Deferred included). */
+export type TalliedCounts = Required<Omit<BroadcastResource["counts"], "audience">>;
 
 /** The counts of each of a workspace's broadcasts in `ids` that has tallies (a completed one has none). */
 export async function readTallies(prisma: Pick<Tx, "broadcastTally">, workspaceId: string, ids: string[]) {
