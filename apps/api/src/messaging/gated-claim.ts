@@ -1,6 +1,10 @@
 // A claim that passes the delivery policies' gate: in one transaction, the claim and the users'
 // decisions (taken under their locks, policies/gate.ts) are committed together; held and skipped
-// rows are not handed to the senders (and are tallied).
+// rows are not handed to the senders (and are tallied). A chunk is claimed GATED_CLAIM rows per
+// transaction: each user's lock is an entry of PostgreSQL's shared lock table, which holds about
+// 12 000 at its defaults for the whole server (max_locks_per_transaction × connections), and is
+// what every other workspace's locks are taken in too. Eight senders deciding chunks of 2 000
+// users at once would fill it ("out of shared memory"); at 250 a sender, they take 2 000.
 import type pg from "pg";
 import { inTransaction } from "../db/transaction.ts";
 import type { Gatekeeper, Policies } from "../policies/index.ts";
@@ -8,7 +12,27 @@ import { sql } from "../db/sql.ts";
 import { type Claimed, type ClaimSpec, claimDeliveries } from "./claims.ts";
 import { addTallies } from "./tallies.ts";
 
-export async function claimPastGate(pool: pg.Pool, gatekeeper: Gatekeeper, spec: ClaimSpec, policies: Policies) {
+/** Rows (so users, at most) decided per transaction. */
+export const GATED_CLAIM = 250;
+
+/** Claims up to `spec.limit` rows past the gate, GATED_CLAIM per transaction, until one claim finds fewer due. */
+export async function claimPastGate(pool: pg.Pool, gatekeeper: Gatekeeper, spec: ClaimSpec, policies: Policies): Promise<Claim> {
+  const all: Claim = { picked: 0, skipped: [], toSend: [], ids: [] };
+  while (all.picked < spec.limit) {
+    const limit = Math.min(GATED_CLAIM, spec.limit - all.picked);
+    const claim = await claimPart(pool, gatekeeper, { ...spec, limit }, policies);
+    all.picked += claim.picked;
+    all.skipped.push(...claim.skipped);
+    all.toSend.push(...claim.toSend);
+    all.ids.push(...claim.ids);
+    if (claim.picked < limit) break;
+  }
+  return all;
+}
+
+type Claim = Awaited<ReturnType<typeof claimDeliveries>>;
+
+async function claimPart(pool: pg.Pool, gatekeeper: Gatekeeper, spec: ClaimSpec, policies: Policies): Promise<Claim> {
   const client = await pool.connect();
   try {
     return await inTransaction(client, async () => {

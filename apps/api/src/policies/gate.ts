@@ -40,7 +40,7 @@ interface ZoneUsed {
 }
 
 /** Two-key advisory lock space of the users' decisions (the second key is hashtext(workspace:user)). */
-const USER_LOCK_SPACE = 0x74647063; // "tdpc"
+export const USER_LOCK_SPACE = 0x74647063; // "tdpc"
 
 /**
  * Decides the claimed rows of one workspace; `db` is the claim's transaction (the rows are
