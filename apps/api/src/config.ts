@@ -126,7 +126,7 @@ const EnvSchema = z.object({
     .max(100)
     .default(8)
     .describe(
-      "Message senders a worker runs at once (a source has at most 4); one workspace's senders hold at most half of them, each with a database connection of its own for its slot lock.",
+      "Message senders a worker runs at once (a source has at most 4); one workspace's senders hold at most half of them, each with a database connection of its own for its slot lock (and, with delivery policies, up to 250 users' advisory locks while deciding a chunk).",
     ),
   TIDINGS_RENDER_THREADS: z.coerce
     .number()
