@@ -58,7 +58,7 @@ export async function startServer(dir: string, extraEnv: NodeJS.ProcessEnv = {})
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start:\n${log}`);
     if (Date.now() > deadline) throw new Error(`server not ready after ${START_MS / 1000} s:\n${log}`);
-    const url = /tidings: listening on (http:\/\/\S+)/.exec(log)?.[1];
+    const url = /tidings: listening on (http:\/\/\S+)\n/.exec(log)?.[1];
     const ready = await (url ? fetch(`${url}/health/ready`) : Promise.reject()).then(
       (r) => r.ok,
       () => false,

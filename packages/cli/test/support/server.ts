@@ -5,7 +5,6 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,27 +20,14 @@ export interface RunningServer {
   writeKey: string;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 const READY =
-  /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on (http:\/\/\S+)/;
+  /Created workspace "default" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on (http:\/\/\S+)\n/;
 
 export async function startServer(
   extraEnv: Record<string, string> = {},
 ): Promise<RunningServer & { pid: number; stop: () => Promise<void> }> {
   if (!existsSync(apiMain)) throw new Error(`${apiMain} is missing: build the server first (pnpm build)`);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "tidings-cli-test-"));
-  const port = await freePort();
   const rootKey = `tdr_test_${randomBytes(16).toString("hex")}`;
   // The test server owns its embedded database: no DATABASE_URL or key from the caller's shell.
   const env: Record<string, string> = {};
@@ -49,7 +35,9 @@ export async function startServer(
   const child: ChildProcess = spawn(process.execPath, [apiMain], {
     env: {
       ...env,
-      PORT: String(port),
+      // The port the kernel gives it, read back from its "listening on" line (a port picked here
+      // and freed for it could be taken meanwhile by another listener).
+      PORT: "0",
       HOST: "127.0.0.1",
       TIDINGS_DATA_DIR: dataDir,
       TIDINGS_ROOT_KEY: rootKey,

@@ -5,7 +5,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,21 +32,9 @@ export function ensureBuilt(): void {
   if (r.status !== 0) throw new Error(`node scripts/build.mjs --changed failed (${r.status ?? r.signal})`);
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 function waitForBanner(child: ChildProcess): Promise<RegExpMatchArray> {
   const banner =
-    /Created workspace "[^"]*" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on /;
+    /Created workspace "[^"]*" \(([0-9a-f-]{36})\)[\s\S]*?write key:\s+(\S+)[\s\S]*?admin API key:\s+(\S+)[\s\S]*?listening on (http:\/\/\S+)\n/;
   return new Promise((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error(`the server did not start within 60 s:\n${out}`)), 60_000);
@@ -73,10 +60,11 @@ function waitForBanner(child: ChildProcess): Promise<RegExpMatchArray> {
 export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`pnpm build\``);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "tidings-sdk-test-"));
-  const port = await freePort();
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
-    PORT: String(port),
+    // The port the kernel gives it, read back from its "listening on" line (a port picked here and
+    // freed for it could be taken meanwhile by another listener).
+    PORT: "0",
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
     TIDINGS_DATA_DIR: dataDir,
@@ -90,12 +78,12 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
   const child = spawn(process.execPath, [SERVER_ENTRY], { cwd: dataDir, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   try {
-    const [, workspaceId, writeKey, adminKey] = await waitForBanner(child);
+    const [, workspaceId, writeKey, adminKey, url] = await waitForBanner(child);
     // Keep draining the pipes so the server never blocks on a full one.
     child.stdout?.resume();
     child.stderr?.resume();
     return {
-      url: `http://127.0.0.1:${port}`,
+      url: url!,
       rootKey: ROOT_KEY,
       workspaceId: workspaceId!,
       writeKey: writeKey!,
