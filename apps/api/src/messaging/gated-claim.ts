@@ -15,12 +15,30 @@ import { addTallies } from "./tallies.ts";
 /** Rows (so users, at most) decided per transaction. */
 export const GATED_CLAIM = 250;
 
-/** Claims up to `spec.limit` rows past the gate, GATED_CLAIM per transaction, until one claim finds fewer due. */
-export async function claimPastGate(pool: pg.Pool, gatekeeper: Gatekeeper, spec: ClaimSpec, policies: Policies): Promise<Claim> {
+/**
+ * Claims up to `spec.limit` rows past the gate, GATED_CLAIM per transaction, until one claim finds
+ * fewer due. A part that fails after others committed (a lost connection, a database restart)
+ * ends the claim with what they took, `failed` told: those rows are Sending, and left unsent they
+ * would wait out their lease.
+ */
+export async function claimPastGate(
+  pool: pg.Pool,
+  gatekeeper: Gatekeeper,
+  spec: ClaimSpec,
+  policies: Policies,
+  failed: (err: unknown) => void,
+): Promise<Claim> {
   const all: Claim = { picked: 0, skipped: [], toSend: [], ids: [] };
   while (all.picked < spec.limit) {
     const limit = Math.min(GATED_CLAIM, spec.limit - all.picked);
-    const claim = await claimPart(pool, gatekeeper, { ...spec, limit }, policies);
+    let claim: Claim;
+    try {
+      claim = await claimPart(pool, gatekeeper, { ...spec, limit }, policies);
+    } catch (err) {
+      if (all.picked === 0) throw err;
+      failed(err);
+      break;
+    }
     all.picked += claim.picked;
     all.skipped.push(...claim.skipped);
     all.toSend.push(...claim.toSend);
@@ -34,6 +52,7 @@ type Claim = Awaited<ReturnType<typeof claimDeliveries>>;
 
 async function claimPart(pool: pg.Pool, gatekeeper: Gatekeeper, spec: ClaimSpec, policies: Policies): Promise<Claim> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     return await inTransaction(client, async () => {
       const claim = await claimDeliveries(client, spec);
@@ -53,8 +72,11 @@ async function claimPart(pool: pg.Pool, gatekeeper: Gatekeeper, spec: ClaimSpec,
         );
       return { ...claim, toSend };
     });
+  } catch (err) {
+    broken = err as Error; // the connection may be gone: not back to the pool
+    throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
 

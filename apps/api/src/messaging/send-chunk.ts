@@ -91,7 +91,9 @@ export class Deliverer {
     };
     const holds = this.o.gatekeeper.holds(policies);
     const { picked, skipped, toSend, ids } = holds
-      ? await claimPastGate(this.o.pool, this.o.gatekeeper, spec, policies)
+      ? await claimPastGate(this.o.pool, this.o.gatekeeper, spec, policies, (err) =>
+          this.o.log("warn", `claiming past the delivery policies stopped early; sending what was claimed: ${errorText(err)}`),
+        )
       : await claimDeliveries(this.o.pool, spec);
     for (const channel of skipped) this.o.metrics.deliveries.inc({ channel, status: "Skipped" });
     // Journeys go on from the messages the gate decided (held ones included) once they are marked.
