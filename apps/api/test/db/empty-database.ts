@@ -3,25 +3,24 @@
 import pg from "pg";
 import { afterAll, beforeAll, inject } from "vitest";
 import { readMigrations } from "../../src/db/migrate.ts";
+import { createDatabase } from "../support/app.ts";
 
 /** Registers the file's hooks; the returned function gives the connected client. */
-export function useEmptyDatabase(prefix: string): () => pg.Client {
-  const database = `${prefix}_${process.pid}_${Date.now()}`;
-  let admin: pg.Client | undefined;
+export function useEmptyDatabase(): () => pg.Client {
+  let url: URL | undefined;
   let client: pg.Client | undefined;
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: inject("adminUrl") });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    const u = new URL(inject("adminUrl"));
-    u.pathname = `/${database}`;
-    client = new pg.Client({ connectionString: u.toString() });
+    url = new URL(await createDatabase(""));
+    client = new pg.Client({ connectionString: url.toString() });
     await client.connect();
   });
   afterAll(async () => {
     await client?.end();
-    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin?.end();
+    if (!url) return;
+    const admin = new pg.Client({ connectionString: inject("adminUrl") });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${url.pathname.slice(1)} WITH (FORCE)`);
+    await admin.end();
   });
   return () => client!;
 }

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
 import { migrateUpTo, useEmptyDatabase } from "./empty-database.ts";
 
-const database = useEmptyDatabase("tidings_refmig");
+const database = useEmptyDatabase();
 
 it("resource_references backfills the holds of running journeys and of segments", async () => {
   const c = database();

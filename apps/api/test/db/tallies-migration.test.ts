@@ -4,7 +4,7 @@
 import { expect, it } from "vitest";
 import { migrateUpTo, useEmptyDatabase } from "./empty-database.ts";
 
-const database = useEmptyDatabase("tidings_tallymig");
+const database = useEmptyDatabase();
 
 /** A broadcast in a new workspace with deliveries in `statuses` (users u0, u1, …). */
 async function broadcast(status: string, statuses: string[], finalCounts: unknown = null) {

@@ -59,11 +59,14 @@ export async function startServer(dir: string, extraEnv: NodeJS.ProcessEnv = {})
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start:\n${log}`);
     if (Date.now() > deadline) throw new Error(`server not ready after ${START_MS / 1000} s:\n${log}`);
     const url = /tidings: listening on (http:\/\/\S+)\n/.exec(log)?.[1];
-    const ready = await (url ? fetch(`${url}/health/ready`) : Promise.reject()).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready && url) return { child, url, output: () => log, exited };
+    if (
+      url &&
+      (await fetch(`${url}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    )
+      return { child, url, output: () => log, exited };
     await new Promise((r) => setTimeout(r, 100));
   }
 }
