@@ -235,7 +235,8 @@ describe("faults with replicas", () => {
     );
     const apis = processes.slice(0, 2);
     const exits: string[] = [];
-    for (const p of processes) void p.exited.then(([code, signal]) => exits.push(`pid ${p.child.pid}: code ${code}, signal ${signal}`));
+    for (const p of processes)
+      void p.exited.then(([code, signal]) => exits.push(`pid ${p.child.pid}: code ${code}, signal ${signal} ${p.output().slice(-3000)}`));
     const { ws, admin, list } = await workspace(apis[0]!, "replica-db-restart");
     const segment = await admin("PUT", "/api/admin/segments", {
       name: "signed-up",

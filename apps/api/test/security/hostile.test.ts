@@ -528,13 +528,18 @@ describe("a journey failing as it advances", () => {
   it("is set aside with the reason while the workspace's other journeys go on", async () => {
     const w = await segmentWorld(t);
     const template = await w.admin("PUT", "/api/admin/content/templates", { name: "sms", definition: { type: "Sms", body: "hi" } });
+    // Each run waits a second before its message: a run is moved at its start as far as it goes at
+    // once (entries.ts), so the move that fails is the runtime's advance of a started run.
     const journey = (name: string) =>
       w.admin("PUT", "/api/admin/journeys", {
         name,
         status: "Running",
         definition: {
-          entryNode: { type: "EventEntryNode", event: "Go", child: "m" },
-          nodes: [{ id: "m", type: "MessageNode", channel: "Sms", templateId: template.id, child: "ExitNode" }],
+          entryNode: { type: "EventEntryNode", event: "Go", child: "d" },
+          nodes: [
+            { id: "d", type: "DelayNode", variant: { type: "Second", seconds: 1 }, child: "m" },
+            { id: "m", type: "MessageNode", channel: "Sms", templateId: template.id, child: "ExitNode" },
+          ],
         },
       });
     const bad = await journey("refused");

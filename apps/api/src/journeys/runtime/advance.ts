@@ -3,6 +3,7 @@
 // (splits, cohorts, messages, delays already over) until it waits or ends, and writes the runs,
 // their messages and the per-node counts back — all or nothing. A run is never advanced twice:
 // its row stays locked until the commit that records where it went.
+// New runs are moved the same way in the transaction that starts them (entries.ts).
 import { EXIT_NODE_ID, type JourneyBodyNode, type JourneyDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { param, sql } from "../../db/sql.ts";
@@ -64,15 +65,7 @@ export async function advanceBatch(
        ORDER BY due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
     );
     if (rows.length === 0) return { taken: 0, queued: false };
-    const ctx: StepContext = {
-      db,
-      workspaceId,
-      journeyId: journey.id,
-      now,
-      messages: [],
-      lateness: deps.lateness,
-      holdsMessages: await deps.holdsMessages(db, workspaceId),
-    };
+    const ctx = await stepContext(db, deps, workspaceId, journey.id, now);
     const runs = rows.map(
       (r): RunState => ({
         id: r.id,
@@ -84,34 +77,64 @@ export async function advanceBatch(
         event: r.event,
       }),
     );
-    const finals: Final[] = [];
-    // The exit segment first: a member's run ends, wherever it is.
-    const converted = journey.exitSegmentId
-      ? await membersNow(db, workspaceId, journey.exitSegmentId, [...new Set(runs.map((r) => r.userId))], now)
-      : new Set<string>();
-    const moving: RunState[] = [];
-    for (const r of runs) {
-      if (converted.has(r.userId)) finals.push({ run: r, status: "Converted", dueAt: null });
-      else moving.push(r);
-    }
-    const reached = new Map<string, { version: number; nodeId: string; n: number }>();
-    await step(ctx, deps, journey, moving, finals, reached);
-    await write(ctx, deps, finals, new Map(rows.map((r) => [r.id, r.tid])), reached);
+    const tids = new Map(rows.map((r) => [r.id, r.tid]));
+    await record(ctx, deps, await decide(ctx, deps, journey, runs), (finals) => moveRuns(db, finals, tids, now));
     return { taken: rows.length, queued: ctx.messages.length > 0 };
   });
   if (queued) await wakeJourneySenders(deps.sends, workspaceId, journey.id);
   return taken;
 }
 
-/** Moves runs node by node until each waits or ends (definitions have no cycles). */
-async function step(
-  ctx: StepContext,
+/** How many runs arrived at each node (journey_node_counts), by version and node. */
+type Reached = Map<string, { version: number; nodeId: string; n: number }>;
+
+/** Where a batch's runs went: each run's final state, and the arrivals at each node. */
+export interface Decided {
+  finals: Final[];
+  reached: Reached;
+}
+
+/** The context of one batch of runs, in `db`'s transaction. */
+export async function stepContext(
+  db: pg.PoolClient,
   deps: AdvanceDeps,
-  journey: LiveJourney,
-  runs: RunState[],
-  finals: Final[],
-  reached: Map<string, { version: number; nodeId: string; n: number }>,
-) {
+  workspaceId: string,
+  journeyId: string,
+  now: Date,
+): Promise<StepContext> {
+  return {
+    db,
+    workspaceId,
+    journeyId,
+    now,
+    messages: [],
+    lateness: deps.lateness,
+    holdsMessages: await deps.holdsMessages(db, workspaceId),
+  };
+}
+
+/**
+ * Moves runs as far as the nodes that decide at once take them: a member of the exit segment's run
+ * ends first, wherever it is; the others go node by node until each waits or ends. Messages are
+ * gathered in `ctx.messages`.
+ */
+export async function decide(ctx: StepContext, deps: AdvanceDeps, journey: LiveJourney, runs: RunState[]): Promise<Decided> {
+  const finals: Final[] = [];
+  const converted = journey.exitSegmentId
+    ? await membersNow(ctx.db, ctx.workspaceId, journey.exitSegmentId, [...new Set(runs.map((r) => r.userId))], ctx.now)
+    : new Set<string>();
+  const moving: RunState[] = [];
+  for (const r of runs) {
+    if (converted.has(r.userId)) finals.push({ run: r, status: "Converted", dueAt: null });
+    else moving.push(r);
+  }
+  const reached: Reached = new Map();
+  await step(ctx, deps, journey, moving, finals, reached);
+  return { finals, reached };
+}
+
+/** Moves runs node by node until each waits or ends (definitions have no cycles). */
+async function step(ctx: StepContext, deps: AdvanceDeps, journey: LiveJourney, runs: RunState[], finals: Final[], reached: Reached) {
   let pending = runs;
   for (let hop = 0; pending.length > 0; hop++) {
     const groups = new Map<string, RunState[]>();
@@ -149,15 +172,18 @@ async function step(
   }
 }
 
-async function write(
+/**
+ * Writes where a batch's runs went (`writeRuns`: the runs' rows), their messages and the per-node
+ * counts, in the batch's transaction.
+ */
+export async function record(
   ctx: StepContext,
   deps: AdvanceDeps,
-  finals: Final[],
-  tids: Map<string, string>,
-  reached: Map<string, { version: number; nodeId: string; n: number }>,
+  { finals, reached }: Decided,
+  writeRuns: (finals: Final[]) => Promise<unknown>,
 ) {
-  const { db, workspaceId, journeyId, now } = ctx;
-  await moveRuns(db, finals, tids, now);
+  const { db, workspaceId, journeyId } = ctx;
+  await writeRuns(finals);
   if (ctx.messages.length > 0) {
     await db.query(queueJourneyMessages(deps.sends, workspaceId, journeyId, ctx.messages));
   }

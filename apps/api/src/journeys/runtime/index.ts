@@ -91,7 +91,15 @@ export class JourneyRuntime {
       // every later one sees the running journey and records its enters as signals.
       await segments.exclusive(p.workspaceId, async (db) => {
         const j = (await this.running(p.workspaceId, db)).find((r) => r.id === p.journeyId);
-        if (j) await enterMembers(db, p.workspaceId, j, this.now(), () => this.wake(p.workspaceId));
+        if (j)
+          await enterMembers(
+            db,
+            this.deps,
+            p.workspaceId,
+            j,
+            () => this.now(),
+            () => this.wake(p.workspaceId),
+          );
       });
     });
     jobs.register(TICK, async () => {
@@ -148,7 +156,7 @@ export class JourneyRuntime {
     try {
       for (;;) {
         let full = false;
-        while ((await takeSignals(client, workspaceId, (db) => this.running(workspaceId, db), this.now())) > 0) {
+        while ((await takeSignals(client, this.deps, workspaceId, (db) => this.running(workspaceId, db), this.now())) > 0) {
           if (Date.now() > deadline) return true;
         }
         const journeys = await this.running(workspaceId, client, true);
