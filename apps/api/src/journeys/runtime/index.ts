@@ -12,11 +12,12 @@ import { holdsMessages, policiesFor } from "../../policies/index.ts";
 import { JourneyDefinition } from "@tidings/schema";
 import type pg from "pg";
 import { CLEAR_FAILURE, DefinitionError, isDefinitionFault, markFailing } from "../../db/failing.ts";
-import { param, raw, type Sql, sql } from "../../db/sql.ts";
+import { raw, type Sql, sql } from "../../db/sql.ts";
 import { addJobQuery, type JobLayer } from "../../jobs/index.ts";
 import type { SendJobs } from "../../messaging/index.ts";
 import type { SegmentEngine } from "../../segments/index.ts";
 import { type AdvanceDeps, advanceBatch, type LiveJourney } from "./advance.ts";
+import { dueWorkspacesQuery, nextDueQuery } from "./due.ts";
 import { enterMembers, journeySignalsOnEnter, recordEventEntries, takeSignals } from "./entries.ts";
 import { errorText } from "../../lib/errors.ts";
 import { sleep } from "../../lib/time.ts";
@@ -235,25 +236,12 @@ export class JourneyRuntime {
 
   /** When the workspace's next run of a running journey falls due (ms), or null. */
   private async nextDue(db: Pick<pg.Pool, "query">, workspaceId: string): Promise<number | null> {
-    const { rows } = await db.query<{ at: Date | null }>(
-      sql`SELECT min(r.due_at) AS at FROM journeys j
-       CROSS JOIN LATERAL (SELECT due_at FROM journey_runs r WHERE r.workspace_id = j.workspace_id AND r.journey_id = j.id
-         AND r.status = 'Active' AND r.due_at IS NOT NULL ORDER BY r.due_at LIMIT 1) r
-       WHERE j.workspace_id = ${workspaceId} AND j.status = 'Running' AND (j.evaluation_retry_at IS NULL OR j.evaluation_retry_at <= ${this.now()})`,
-    );
+    const { rows } = await db.query<{ at: Date | null }>(nextDueQuery(workspaceId, this.now()));
     return rows[0]?.at ? rows[0].at.getTime() : null;
   }
 
   private async workspacesWithWork(): Promise<string[]> {
-    const horizon = param(new Date(this.o.clock() + HORIZON_MS));
-    const { rows } = await this.o.pool.query<{ workspace_id: string }>(
-      sql`SELECT DISTINCT workspace_id FROM journey_signals
-       UNION
-       SELECT j.workspace_id FROM journeys j WHERE j.status = 'Running'
-         AND (j.evaluation_retry_at IS NULL OR j.evaluation_retry_at <= ${horizon}) AND EXISTS (
-         SELECT 1 FROM journey_runs r WHERE r.workspace_id = j.workspace_id AND r.journey_id = j.id
-           AND r.status = 'Active' AND r.due_at <= ${horizon})`,
-    );
+    const { rows } = await this.o.pool.query<{ workspace_id: string }>(dueWorkspacesQuery(new Date(this.o.clock() + HORIZON_MS)));
     return rows.map((r) => r.workspace_id);
   }
 
