@@ -74,6 +74,9 @@ function expectOnceAfterKill(
   users: string[],
   atKill: Set<string>,
   sendingAtKill: Set<string>,
+  /** When each request of an id arrived, and when the kill came: said for any id sent again wrongly. */
+  arrivals: Map<string, number[]>,
+  killedAt: number,
 ) {
   const ids = deliveries.map((d) => d.id as string);
   expect(deliveries.map((d) => d.userId).sort()).toEqual([...users].sort());
@@ -85,8 +88,10 @@ function expectOnceAfterKill(
     resent.filter((id) => got.get(id)!.length > 2),
     "sent more than twice",
   ).toEqual([]);
+  const when = (id: string) =>
+    `${id}: received ${(arrivals.get(id) ?? []).map((t) => `${t - killedAt} ms`).join(", ")} after the kill, ${sendingAtKill.has(id) ? "" : "not "}Sending then`;
   expect(
-    resent.filter((id) => !atKill.has(id) || !sendingAtKill.has(id)),
+    resent.filter((id) => !atKill.has(id) || !sendingAtKill.has(id)).map(when),
     "sent again although not in flight at the kill",
   ).toEqual([]);
   return resent.length;
@@ -115,12 +120,13 @@ describe("faults with replicas", () => {
     /** Waits until `min` messages reached `got`, SIGKILLs `worker`, and notes what was in flight. */
     const killMidSend = async (worker: ServerProcess, got: Map<string, string[]>, min: number, deliveries: () => Promise<any[]>) => {
       await waitUntil(() => got.size >= min, 30_000, `the first ${min} messages to reach the receiver`);
+      const killedAt = Date.now();
       await killServer(worker);
       // A request the dead worker wrote just before dying is still being read: let it land.
       await sleep(200);
       const atKill = new Set(got.keys());
       const sendingAtKill = new Set((await deliveries()).filter((d) => d.status === "Sending").map((d) => d.id as string));
-      return { atKill, sendingAtKill };
+      return { atKill, sendingAtKill, killedAt };
     };
 
     // (1) A broadcast of 400 members, unpaced (four senders), to the slow path.
@@ -163,7 +169,15 @@ describe("faults with replicas", () => {
       pending: 0,
       deferred: 0,
     });
-    const broadcastResent = expectOnceAfterKill(broadcastGot, await broadcastDeliveries(), members, b.atKill, b.sendingAtKill);
+    const broadcastResent = expectOnceAfterKill(
+      broadcastGot,
+      await broadcastDeliveries(),
+      members,
+      b.atKill,
+      b.sendingAtKill,
+      receiver.arrivals("/slow/broadcast"),
+      b.killedAt,
+    );
     // Messages the dead worker had out and never recorded went again, under their ids (checked
     // above). Whether it had any depends on which worker's slots held the senders at the kill
     // (seen both ways in CI), so their number is reported, not asserted.
@@ -202,7 +216,15 @@ describe("faults with replicas", () => {
     const runs = await list(`/api/admin/journeys/${journey.id}/runs`);
     expect(runs.map((r) => r.userId).sort()).toEqual([...travellers].sort());
     expect(runs.filter((r) => r.status !== "Completed")).toEqual([]);
-    const journeyResent = expectOnceAfterKill(journeyGot, await journeyDeliveries(), travellers, j.atKill, j.sendingAtKill);
+    const journeyResent = expectOnceAfterKill(
+      journeyGot,
+      await journeyDeliveries(),
+      travellers,
+      j.atKill,
+      j.sendingAtKill,
+      receiver.arrivals("/slow/journey"),
+      j.killedAt,
+    );
 
     for (const p of [api, third]) expect(errorsIn(p)).toEqual([]);
     await Promise.all([api, third].map(stopServer));

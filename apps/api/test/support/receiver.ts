@@ -38,6 +38,8 @@ export async function startReceiver(
 export interface Tally extends Receiver {
   /** webhook-id → the users it carried, one entry per request received on `path`. */
   got(path: string): Map<string, string[]>;
+  /** webhook-id → when each of those requests was received (ms since epoch). */
+  arrivals(path: string): Map<string, number[]>;
 }
 
 /** A tallying receiver answering 200 after `latencyMs(path)`. */
@@ -48,12 +50,20 @@ export async function startTally(latencyMs: (path: string) => number = () => 0):
     byPath.set(p, m);
     return m;
   };
+  const timesByPath = new Map<string, Map<string, number[]>>();
+  const arrivals = (p: string) => {
+    const m = timesByPath.get(p) ?? new Map<string, number[]>();
+    timesByPath.set(p, m);
+    return m;
+  };
   const receiver = await startReceiver(({ id, path, body }, res) => {
     const m = got(path);
     m.set(id, [...(m.get(id) ?? []), String(JSON.parse(body).user)]);
+    const times = arrivals(path);
+    times.set(id, [...(times.get(id) ?? []), Date.now()]);
     setTimeout(() => res.writeHead(200).end(), latencyMs(path));
   });
-  return { ...receiver, got };
+  return { ...receiver, got, arrivals };
 }
 
 /**
