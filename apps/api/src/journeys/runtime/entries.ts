@@ -100,7 +100,7 @@ function insertRuns(db: pg.PoolClient, workspaceId: string, journeyId: string, f
   );
 }
 
-/** Members entered per statement when a journey starts: the first runs advance while the rest enter. */
+/** Members entered per transaction when a journey starts: the first runs' messages go out while the rest enter. */
 const MEMBER_CHUNK = 5000;
 
 /** Serializes a workspace's entries (for "at most one run ever"); call inside the transaction. */
