@@ -52,6 +52,7 @@ async function main() {
     const run = async (name: string, segmentDefinition: unknown, hook = "/hook") => {
       receiver.reset();
       const cpuBefore = bench.cpu();
+      const selfBefore = process.cpuUsage();
       const started = performance.now();
       const res = await admin("POST", "/api/admin/broadcasts/execute", {
         broadcastName: name,
@@ -72,7 +73,8 @@ async function main() {
         if (["Completed", "Failed", "Cancelled"].includes(b.status)) {
           const cpu = bench.cpu();
           const per = (x: number) => `${((x * 1e6) / Math.max(1, receiver.state.count)).toFixed(0)} µs`;
-          const cpuText = `server ${per(cpu.server - cpuBefore.server)}, PostgreSQL ${per(cpu.postgres - cpuBefore.postgres)}`;
+          const self = process.cpuUsage(selfBefore);
+          const cpuText = `server ${per(cpu.server - cpuBefore.server)}, PostgreSQL ${per(cpu.postgres - cpuBefore.postgres)}, this process (the receiver) ${per((self.user + self.system) / 1e6)}`;
           return { b, started, accepted, ...receiver.state, distinct: receiver.state.ids.size, cpuText };
         }
         await new Promise((r) => setTimeout(r, 1000));
@@ -87,7 +89,13 @@ async function main() {
     const rounds: { rate: number; bare: number; firstMs: number; once: boolean }[] = [];
     const measureBare = async () => {
       receiver.reset();
-      return bareLoop(receiverUrl, MEMBERS);
+      const before = process.cpuUsage();
+      const rate = await bareLoop(receiverUrl, MEMBERS);
+      const used = process.cpuUsage(before);
+      console.log(
+        `bare loop: CPU per request of this process (the loop and the receiver) ${((used.user + used.system) / MEMBERS).toFixed(0)} µs`,
+      );
+      return rate;
     };
     for (let i = 0; i < ROUNDS; i++) {
       const bareFirst = i % 2 === 1;

@@ -7,7 +7,9 @@
 // transient failure. While the provider works, the sender renews the claim's lease, so a slow
 // provider never makes a row look abandoned. A worker that dies between the provider's accept and
 // the mark leaves the row Sending and stops renewing it; after the lease it is claimed again and
-// sent once more with the same id (the idempotency key providers see): at most one resend.
+// sent once more with the same id (the idempotency key providers see): at most one resend. The
+// attempt a claim counts names that claim: a renewal or a mark of an earlier claim finds the row at
+// a later attempt and leaves it alone (marks.ts), and its sender stops sending it (lease.ts).
 import type { Channel } from "@tidings/schema";
 import type pg from "pg";
 import { ident, type Param, param, sql } from "../db/sql.ts";

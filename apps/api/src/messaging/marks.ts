@@ -2,7 +2,9 @@
 // them): Sent, Failed (permanent, or a transient failure past MAX_ATTEMPTS), or back to Queued
 // with a backoff for a transient failure. And the claim's lease, renewed while the provider works.
 // Both find their rows the same way (`sendingRows`), in the same order (by id): a renewal under
-// way when the mark begins never deadlocks with it.
+// way when the mark begins never deadlocks with it. Both touch a row only while it is still this
+// claim's: Sending, at the attempt the claim counted. A row whose lease ran out and that another
+// sender claimed since is at the next attempt, and is that sender's to renew and to mark.
 import type pg from "pg";
 import { type Sql, sql } from "../db/sql.ts";
 import type { SendOutcome } from "./channels/types.ts";
@@ -50,6 +52,7 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
     }
     return {
       id: m.id,
+      attempts: m.attempts,
       status,
       reason,
       provider_id: providerId,
@@ -68,20 +71,23 @@ export async function markDeliveries(db: Pick<pg.Pool, "query">, workspaceId: st
 const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /**
- * Extends the lease of deliveries still being sent: their sender is alive, however slow the
- * provider. Rows already marked are left alone.
+ * Extends the lease of deliveries still being sent (`rows`: each claimed row's id and attempt):
+ * their sender is alive, however slow the provider. Returns the ids it renewed; a row missing from
+ * them is no longer this claim's (marked, or claimed by another sender after the lease ran out).
  */
-export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: string, ids: string[]) {
-  if (ids.length === 0) return;
-  const sorted = JSON.stringify(ids.map((id) => ({ id })).sort(byId));
-  await db.query(
-    sql`WITH target AS (${sendingRows(workspaceId, sql`SELECT * FROM jsonb_to_recordset(${sorted}::jsonb) AS m(id uuid)`)})
-     UPDATE deliveries d SET due_at = now() FROM target WHERE d.ctid = target.tid`,
+export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: string, rows: { id: string; attempts: number }[]) {
+  if (rows.length === 0) return [];
+  const sorted = JSON.stringify(rows.map(({ id, attempts }) => ({ id, attempts })).sort(byId));
+  const { rows: renewed } = await db.query<{ id: string }>(
+    sql`WITH target AS (${sendingRows(workspaceId, sql`SELECT * FROM jsonb_to_recordset(${sorted}::jsonb) AS m(id uuid, attempts int)`)})
+     UPDATE deliveries d SET due_at = now() FROM target WHERE d.ctid = target.tid RETURNING d.id`,
   );
+  return renewed.map((r) => r.id);
 }
 
 /**
- * The rows of `source` (a query with a column `id`) still Sending, each found by a primary-key
+ * The rows of `source` (a query with columns `id` and `attempts`) still Sending at that attempt (still
+ * this claim's), each found by a primary-key
  * probe and locked where it is, in the source's order: their ctid is `tid`. Joined to the rows
  * by id instead, an update was planned on the table's statistics: with none yet (autovacuum had
  * not analyzed the table), a scan of all the workspace's rows for those Sending looked cheap, and
@@ -89,7 +95,7 @@ export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: strin
  * of JSON is estimated at 100 rows whatever its size, so the probes are planned as probes.
  */
 const sendingRows = (workspaceId: string, source: Sql) => sql`SELECT m.*, x.tid FROM (${source}) m CROSS JOIN LATERAL (
-         SELECT d.ctid AS tid FROM deliveries d WHERE d.workspace_id = ${workspaceId} AND d.id = m.id AND d.status = 'Sending'
+         SELECT d.ctid AS tid FROM deliveries d WHERE d.workspace_id = ${workspaceId} AND d.id = m.id AND d.status = 'Sending' AND d.attempts = m.attempts
          FOR UPDATE OF d) x`;
 
 /**
@@ -101,7 +107,7 @@ function markStatement(workspaceId: string, rows: unknown[]) {
   return sql`WITH m AS (${sendingRows(
     workspaceId,
     sql`SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-         AS m(id uuid, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz, sent boolean,
+         AS m(id uuid, attempts int, status text, reason text, provider_id text, contact text, rendered jsonb, due timestamptz, sent boolean,
            zone text, zone_source text)`,
   )})
      , marked AS (UPDATE deliveries d SET status = m.status::"DeliveryStatus", reason = m.reason, provider_message_id = m.provider_id,

@@ -1,6 +1,6 @@
 // Sends one chunk of a stream's deliveries (sources.ts): claim, pace, render, send through each
-// channel's provider, mark — renewing the claim's lease while the provider works (claims.ts
-// and marks.ts hold the SQL and the rules).
+// channel's provider a slice at a time, mark — holding the claim's lease while the provider works
+// (lease.ts; claims.ts and marks.ts hold the SQL and the rules).
 import type { Channel } from "@tidings/schema";
 import type pg from "pg";
 import type { PrismaClient } from "../db/client.ts";
@@ -10,7 +10,8 @@ import type { JobLog } from "../jobs/index.ts";
 import type { RenderPool } from "../templates/index.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import { type ClaimSpec, claimDeliveries } from "./claims.ts";
-import { type Marked, markDeliveries, renewLeases } from "./marks.ts";
+import { ChunkLease } from "./lease.ts";
+import { type Marked, markDeliveries } from "./marks.ts";
 import type { ProviderForSending } from "./providers/service.ts";
 import { claimPastGate } from "./gated-claim.ts";
 import { reserve } from "./pacing.ts";
@@ -26,6 +27,11 @@ const CHUNK_TARGET_MS = 2000;
 const MIN_CHUNK = 10;
 const FIRST_CHUNK = 100;
 const MAX_CHUNK = 2000;
+/**
+ * Messages handed to an unpaced provider between two looks at the claim's lease: when a lease
+ * turns out lost, at most this many of its rows were sent after it ran out.
+ */
+const SEND_SLICE = 256;
 
 /** One sender per provider type; each takes its own rendered shape and config (checked where it is built). */
 // biome-ignore lint/suspicious/noExplicitAny: the map holds senders of different message and config types
@@ -42,6 +48,8 @@ export interface DelivererOptions {
   leaseSeconds: number;
   metrics: MessagingMetrics;
   log: JobLog;
+  /** Messages handed to an unpaced provider between two looks at the lease (default SEND_SLICE). */
+  sendSlice?: number;
 }
 
 /** A claimed chunk, rendered: how many rows were claimed, and what sends and marks them. */
@@ -81,6 +89,7 @@ export class Deliverer {
    * claimed row is marked.
    */
   async claimChunk(workspaceId: string, stream: StreamRef, settings: StreamSettings): Promise<Chunk> {
+    const claimedAt = performance.now();
     const policies = await this.o.gatekeeper.policies(this.o.pool, workspaceId);
     const spec: ClaimSpec = {
       workspaceId,
@@ -104,20 +113,14 @@ export class Deliverer {
       await decided();
       return { picked, send: async () => {} };
     }
-    const sending = toSend.map((c) => c.id);
-    const renewal = setInterval(
-      () =>
-        renewLeases(this.o.pool, workspaceId, sending).catch((err) =>
-          this.o.log("warn", `renewing delivery leases failed: ${errorText(err)}`),
-        ),
-      (this.o.leaseSeconds * 1000) / 3,
-    );
-    const stopRenewing = () => clearInterval(renewal);
+    const { pool, leaseSeconds, log } = this.o;
+    const rows = toSend.map((c) => ({ id: c.id, attempts: c.attempts }));
+    const lease = new ChunkLease({ pool, workspaceId, rows, leaseSeconds, log }, claimedAt);
     let rendered: RenderedChannel[];
     try {
       rendered = await this.renderer.render(workspaceId, toSend, settings);
     } catch (err) {
-      stopRenewing();
+      lease.stop();
       throw err;
     }
     const send = async () => {
@@ -125,13 +128,14 @@ export class Deliverer {
       try {
         if (settings.rateLimitPerSecond)
           await reserve(this.o.pool, workspaceId, `${stream.column}:${stream.id}`, toSend.length, settings.rateLimitPerSecond);
-        for (const r of rendered) await this.sendRendered(workspaceId, r, policies);
+        for (const r of rendered) await this.sendRendered(workspaceId, r, policies, lease);
+        // A row lost is another sender's to mark (the statement would pass it by anyway).
         await this.mark(
           workspaceId,
-          rendered.flatMap((r) => r.marks),
+          rendered.flatMap((r) => r.marks.filter((m) => !lease.lost.has(m.id))),
         );
       } finally {
-        stopRenewing();
+        lease.stop();
       }
       await decided();
       this.pace.set(`${workspaceId}:${stream.id}`, { ms: (performance.now() - started) / toSend.length, size: toSend.length });
@@ -140,10 +144,11 @@ export class Deliverer {
     return { picked, send };
   }
 
-  /** Sends one channel's rendered messages; counts every outcome. */
-  private async sendRendered(workspaceId: string, r: RenderedChannel, policies: Policies) {
-    if (r.outgoing.length > 0) await this.sendThrough(workspaceId, r.channel, r.provider, r.outgoing, policies);
+  /** Sends one channel's rendered messages; counts every outcome (but a lost row's). */
+  private async sendRendered(workspaceId: string, r: RenderedChannel, policies: Policies, lease: ChunkLease) {
+    if (r.outgoing.length > 0) await this.sendThrough(workspaceId, r.channel, r.provider, r.outgoing, policies, lease);
     for (const m of r.marks) {
+      if (lease.lost.has(m.id)) continue;
       const status = m.outcome.status === "sent" ? "Sent" : m.outcome.status === "failed" ? "Failed" : "Retry";
       this.o.metrics.deliveries.inc({ channel: r.channel, status });
     }
@@ -156,6 +161,7 @@ export class Deliverer {
     provider: ProviderForSending | null,
     outgoing: { msg: OutgoingMessage; mark: Marked }[],
     policies: Policies,
+    lease: ChunkLease,
   ) {
     // Webhooks are built in (a provider row only adds the signing secret); other channels
     // without a provider use the embedded default, Log.
@@ -164,15 +170,24 @@ export class Deliverer {
     // A paced provider gets a fiftieth of a second's worth at a time, each reserved on the shared
     // row, at 96 % of its rate: spread over the second, and answers arriving late never tip a
     // second over it.
-    const size = rate ? Math.max(1, Math.floor(rate.perSecond / 50)) : outgoing.length;
+    const size = rate ? Math.max(1, Math.floor(rate.perSecond / 50)) : (this.o.sendSlice ?? SEND_SLICE);
     // A slice is answered before the next is reserved: nothing queues up behind a slow answer to go
-    // out in a burst later (the stream's other senders keep the pace meanwhile).
+    // out in a burst later (the stream's other senders keep the pace meanwhile). Each slice goes
+    // out under a lease known to hold, without the rows another sender has claimed since.
+    let passed = 0;
     for (let i = 0; i < outgoing.length; i += size) {
-      const slice = outgoing.slice(i, i + size);
-      if (rate)
-        await reserve(this.o.pool, workspaceId, `provider:${provider?.id ?? type}`, slice.length, rate.perSecond * 0.96, rate.burst);
-      await this.sendSlice(type, provider, slice);
+      const part = outgoing.slice(i, i + size);
+      if (rate) await reserve(this.o.pool, workspaceId, `provider:${provider?.id ?? type}`, part.length, rate.perSecond * 0.96, rate.burst);
+      await lease.hold();
+      const slice = part.filter((o) => !lease.lost.has(o.msg.deliveryId));
+      passed += part.length - slice.length;
+      if (slice.length > 0) await this.sendSlice(type, provider, slice);
     }
+    if (passed > 0)
+      this.o.log(
+        "warn",
+        `${passed} deliveries were not sent: they are no longer this sender's (its lease ran out before it renewed it, and another sender claimed them)`,
+      );
   }
 
   private async sendSlice(

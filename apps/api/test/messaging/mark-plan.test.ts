@@ -36,8 +36,9 @@ describe("a chunk's claim, renewal and mark, on a deliveries table never analyze
     const journey = randomUUID();
     const insert = (n: number, status: string) =>
       t.admin.query(
-        `INSERT INTO deliveries (workspace_id, id, user_id, channel, journey_id, run_id, node_id, status, due_at)
-         SELECT $1, gen_random_uuid(), 'u-' || i, 'Webhook', $2, gen_random_uuid(), 'n', $4::"DeliveryStatus", now()
+        `INSERT INTO deliveries (workspace_id, id, user_id, channel, journey_id, run_id, node_id, status, attempts, due_at)
+         SELECT $1, gen_random_uuid(), 'u-' || i, 'Webhook', $2, gen_random_uuid(), 'n', $4::"DeliveryStatus",
+           CASE WHEN $4 = 'Sending' THEN 1 ELSE 0 END, now()
          FROM generate_series(1, $3) i`,
         [ws, journey, n, status],
       );
@@ -65,13 +66,14 @@ describe("a chunk's claim, renewal and mark, on a deliveries table never analyze
     expect(await deliveryScans(claim)).not.toContainEqual(expect.stringMatching(/Seq Scan|Bitmap|created_at|deliveries_pkey/));
 
     const ids = rows.map((r) => r.id);
-    const renewal = await statementOf((db) => renewLeases(db, ws, ids));
+    const claimed = ids.map((id) => ({ id, attempts: 1 }));
+    const renewal = await statementOf((db) => renewLeases(db, ws, claimed));
     expect(await deliveryScans(renewal)).toEqual(["Index Scan deliveries_pkey", "Tid Scan"]);
     await t.admin.query("UPDATE deliveries SET due_at = now() - interval '1 hour' WHERE workspace_id = $1 AND id = ANY($2::uuid[])", [
       ws,
       ids,
     ]);
-    await renewLeases(t.db.pool, ws, ids);
+    expect(await renewLeases(t.db.pool, ws, claimed)).toHaveLength(1400);
     const { rows: renewed } = await t.admin.query(
       "SELECT count(*)::int AS n FROM deliveries WHERE workspace_id = $1 AND id = ANY($2::uuid[]) AND status = 'Sending' AND due_at > now() - interval '1 minute'",
       [ws, ids],
