@@ -86,13 +86,13 @@ export async function renewLeases(db: Pick<pg.Pool, "query">, workspaceId: strin
 }
 
 /**
- * The rows of `source` (a query with columns `id` and `attempts`) still Sending at that attempt (still
- * this claim's), each found by a primary-key
- * probe and locked where it is, in the source's order: their ctid is `tid`. Joined to the rows
- * by id instead, an update was planned on the table's statistics: with none yet (autovacuum had
- * not analyzed the table), a scan of all the workspace's rows for those Sending looked cheap, and
- * a mark of 1 400 rows took 480 ms instead of 120 (bench:journeys, the first journey). A row source
- * of JSON is estimated at 100 rows whatever its size, so the probes are planned as probes.
+ * The rows of `source` (a query with columns `id` and `attempts`) still Sending at that attempt
+ * (still this claim's), each found by a primary-key probe and locked where it is, in the source's
+ * order: their ctid is `tid`. Joined to the rows by id instead, an update was planned on the
+ * table's statistics: with none yet (autovacuum had not analyzed the table), a scan of all the
+ * workspace's rows for those Sending looked cheap, and a mark of 1 400 rows took 480 ms instead of
+ * 120 (bench:journeys, the first journey). A row source of JSON is estimated at 100 rows whatever
+ * its size, so the probes are planned as probes.
  */
 const sendingRows = (workspaceId: string, source: Sql) => sql`SELECT m.*, x.tid FROM (${source}) m CROSS JOIN LATERAL (
          SELECT d.ctid AS tid FROM deliveries d WHERE d.workspace_id = ${workspaceId} AND d.id = m.id AND d.status = 'Sending' AND d.attempts = m.attempts
