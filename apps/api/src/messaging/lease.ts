@@ -42,6 +42,17 @@ export class ChunkLease {
     clearInterval(this.timer);
   }
 
+  /**
+   * Stops renewing and waits for a renewal under way, before the chunk's mark: a renewal that
+   * commits while the mark waits for its rows' locks gives them versions the mark's update, which
+   * finds its rows by ctid under its own snapshot, cannot see (marks.ts): the mark would return
+   * with those rows still Sending, to be sent again after the lease.
+   */
+  async settle() {
+    this.stop();
+    await this.renewing?.catch(() => {});
+  }
+
   /** Renews the rows still held; one renewal at a time (a timer's and a `hold`'s share it). */
   private renew(): Promise<void> {
     this.renewing ??= (async () => {

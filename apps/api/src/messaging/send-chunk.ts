@@ -129,7 +129,9 @@ export class Deliverer {
         if (settings.rateLimitPerSecond)
           await reserve(this.o.pool, workspaceId, `${stream.column}:${stream.id}`, toSend.length, settings.rateLimitPerSecond);
         for (const r of rendered) await this.sendRendered(workspaceId, r, policies, lease);
-        // A row lost is another sender's to mark (the statement would pass it by anyway).
+        // No renewal runs beside the mark (lease.ts); a row lost is another sender's to mark (the
+        // statement would pass it by anyway).
+        await lease.settle();
         await this.mark(
           workspaceId,
           rendered.flatMap((r) => r.marks.filter((m) => !lease.lost.has(m.id))),
@@ -212,8 +214,9 @@ export class Deliverer {
   }
 
   /**
-   * Records the outcomes; while the database is unreachable, tries again (the lease keeps being
-   * renewed meanwhile) rather than leaving sent messages to be claimed and sent once more.
+   * Records the outcomes; while the database is unreachable, tries again (for up to twice the
+   * lease, no longer renewed: renewals fail then too) rather than leaving sent messages to be
+   * claimed and sent once more.
    */
   private async mark(workspaceId: string, marks: Marked[]) {
     const deadline = Date.now() + this.o.leaseSeconds * 2000;

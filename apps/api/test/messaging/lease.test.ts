@@ -178,4 +178,72 @@ describe("a sender whose lease ran out and whose rows another sender claimed", (
     );
     expect(sent).toEqual([{ status: "Sent", n: 3 }]);
   });
+
+  it("a chunk's mark does not start beside a renewal of its rows, and marks every row", { timeout: 60_000 }, async () => {
+    // A renewal that commits while the mark waits for its rows' locks gives them versions the
+    // mark's update (by ctid, under its snapshot) cannot see: the mark returned with them still
+    // Sending, and they were sent again after the lease (slow-providers.test.ts under CPU load).
+    const receiver = holdingReceiver();
+    const url = await receiver.listen();
+    const ws = (await createWorkspace(t.db.prisma, `lease-${randomUUID()}`)).workspace.id;
+    const broadcast = randomUUID();
+    await t.admin.query(
+      `INSERT INTO profiles (workspace_id, profile_id, traits) SELECT $1, 'u-' || i, '{}'::jsonb FROM generate_series(1, 5) i`,
+      [ws],
+    );
+    await t.admin.query(
+      `INSERT INTO deliveries (workspace_id, id, user_id, channel, broadcast_id, status, due_at)
+       SELECT $1, gen_random_uuid(), 'u-' || i, 'Webhook', $2, 'Queued', now() - interval '1 minute' FROM generate_series(1, 5) i`,
+      [ws, broadcast],
+    );
+    const deliverer = new Deliverer({
+      pool: t.db.pool,
+      prisma: t.db.prisma,
+      box: new SecretBox(KEY),
+      senders,
+      renders,
+      gatekeeper: createPolicies({ prisma: t.db.prisma, registry: new client.Registry() }).gatekeeper,
+      leaseSeconds: LEASE_SECONDS,
+      metrics: messagingMetrics(new client.Registry()),
+      log: () => {},
+    });
+    const chunk = await deliverer.claimChunk(
+      ws,
+      { column: "broadcast_id", id: broadcast },
+      {
+        template: { type: "Webhook", url: `${url}/hook`, method: "POST", body: "{}" },
+        rateLimitPerSecond: null,
+      },
+    );
+    const sending = chunk.send();
+    const holder = await t.db.pool.connect();
+    try {
+      await until("the chunk at the receiver", () => receiver.held.length === 5);
+      // Another transaction holds the rows: the lease's next renewal waits for them.
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM deliveries WHERE workspace_id = $1 FOR UPDATE", [ws]);
+      for (let i = 0; i < 200; i++) {
+        const { rows } = await t.admin.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        );
+        if (rows[0]!.n > 0) break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      // The provider answers: the chunk goes on to its mark while that renewal waits.
+      receiver.release();
+      await new Promise((r) => setTimeout(r, 300));
+      await holder.query("COMMIT");
+      await sending;
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      holder.release();
+      receiver.release();
+      await sending.catch(() => {});
+      await receiver.close();
+    }
+    const { rows } = await t.admin.query("SELECT status::text, count(*)::int AS n FROM deliveries WHERE workspace_id = $1 GROUP BY 1", [
+      ws,
+    ]);
+    expect(rows).toEqual([{ status: "Sent", n: 5 }]);
+  });
 });
