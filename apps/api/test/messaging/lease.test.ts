@@ -65,6 +65,20 @@ describe("a sender whose lease ran out and whose rows another sender claimed", (
     await renders.close();
     await senders.close();
   });
+  /** A deliverer on the test database with the lease above; its log lines go to `logs`. */
+  const newDeliverer = (logs: string[], sendSlice?: number) =>
+    new Deliverer({
+      pool: t.db.pool,
+      prisma: t.db.prisma,
+      box: new SecretBox(KEY),
+      senders,
+      renders,
+      gatekeeper: createPolicies({ prisma: t.db.prisma, registry: new client.Registry() }).gatekeeper,
+      leaseSeconds: LEASE_SECONDS,
+      metrics: messagingMetrics(new client.Registry()),
+      log: (_level, message) => logs.push(message),
+      sendSlice,
+    });
 
   it("sends none of them once it knows, and does not mark them", { timeout: 60_000 }, async () => {
     const receiver = holdingReceiver();
@@ -81,18 +95,7 @@ describe("a sender whose lease ran out and whose rows another sender claimed", (
       [ws, broadcast, ROWS],
     );
     const logs: string[] = [];
-    const deliverer = new Deliverer({
-      pool: t.db.pool,
-      prisma: t.db.prisma,
-      box: new SecretBox(KEY),
-      senders,
-      renders,
-      gatekeeper: createPolicies({ prisma: t.db.prisma, registry: new client.Registry() }).gatekeeper,
-      leaseSeconds: LEASE_SECONDS,
-      metrics: messagingMetrics(new client.Registry()),
-      log: (_level, message) => logs.push(message),
-      sendSlice: SLICE,
-    });
+    const deliverer = newDeliverer(logs, SLICE);
     const stream = { column: "broadcast_id" as const, id: broadcast };
     const settings = {
       template: { type: "Webhook" as const, url: `${url}/hook`, method: "POST" as const, body: '{"user":"{{ user.id }}"}' },
@@ -196,17 +199,7 @@ describe("a sender whose lease ran out and whose rows another sender claimed", (
        SELECT $1, gen_random_uuid(), 'u-' || i, 'Webhook', $2, 'Queued', now() - interval '1 minute' FROM generate_series(1, 5) i`,
       [ws, broadcast],
     );
-    const deliverer = new Deliverer({
-      pool: t.db.pool,
-      prisma: t.db.prisma,
-      box: new SecretBox(KEY),
-      senders,
-      renders,
-      gatekeeper: createPolicies({ prisma: t.db.prisma, registry: new client.Registry() }).gatekeeper,
-      leaseSeconds: LEASE_SECONDS,
-      metrics: messagingMetrics(new client.Registry()),
-      log: () => {},
-    });
+    const deliverer = newDeliverer([]);
     const chunk = await deliverer.claimChunk(
       ws,
       { column: "broadcast_id", id: broadcast },

@@ -30,6 +30,15 @@ async function statementOf(send: (db: Pick<pg.Pool, "query">) => Promise<unknown
 /** How the plan reads `deliveries`: node type and index of every scan of it. */
 const deliveryScans = (q: Sql) => scansOf(t.admin, q, "deliveries");
 
+/**
+ * Each row found by a primary-key probe (an index scan, or a bitmap scan of the key, which the
+ * planner picks alike once autovacuum has analyzed the table mid-test) and updated by its ctid.
+ */
+const probesByKey = (scans: string[]) =>
+  scans.includes("Tid Scan") &&
+  scans.some((x) => x.endsWith("deliveries_pkey")) &&
+  scans.every((x) => x === "Tid Scan" || x === "Bitmap Heap Scan" || x.endsWith("deliveries_pkey"));
+
 describe("a chunk's claim, renewal and mark, on a deliveries table never analyzed", () => {
   it("probe the primary key and update by ctid, never scan the workspace's rows", async () => {
     const ws = (await createWorkspace(t.db.prisma, "marks")).workspace.id;
@@ -53,7 +62,7 @@ describe("a chunk's claim, renewal and mark, on a deliveries table never analyze
     const marks = rows.map((r) => ({ id: r.id, attempts: 1, outcome: { status: "sent" as const } }));
 
     const mark = await statementOf((db) => markDeliveries(db, ws, marks));
-    expect(await deliveryScans(mark)).toEqual(["Index Scan deliveries_pkey", "Tid Scan"]);
+    expect(probesByKey(await deliveryScans(mark))).toBe(true);
     const claim = await statementOf((db) =>
       claimDeliveries(db, {
         workspaceId: ws,
@@ -68,7 +77,7 @@ describe("a chunk's claim, renewal and mark, on a deliveries table never analyze
     const ids = rows.map((r) => r.id);
     const claimed = ids.map((id) => ({ id, attempts: 1 }));
     const renewal = await statementOf((db) => renewLeases(db, ws, claimed));
-    expect(await deliveryScans(renewal)).toEqual(["Index Scan deliveries_pkey", "Tid Scan"]);
+    expect(probesByKey(await deliveryScans(renewal))).toBe(true);
     await t.admin.query("UPDATE deliveries SET due_at = now() - interval '1 hour' WHERE workspace_id = $1 AND id = ANY($2::uuid[])", [
       ws,
       ids,
