@@ -8,7 +8,7 @@
 import type pg from "pg";
 import type { JobLog } from "../jobs/index.ts";
 import { errorText } from "../lib/errors.ts";
-import { backoffMs, sleep } from "../lib/time.ts";
+import { retryFor } from "../lib/time.ts";
 import { renewLeases } from "./marks.ts";
 
 export class ChunkLease {
@@ -73,15 +73,14 @@ export class ChunkLease {
    * throws (the rows not yet sent stay Sending and are claimed again after the lease).
    */
   async hold() {
-    const deadline = Date.now() + this.o.leaseSeconds * 2000;
-    for (let attempt = 0; performance.now() - this.renewedAt >= (this.o.leaseSeconds * 1000) / 2; attempt++) {
-      try {
-        await this.renew();
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-        this.o.log("warn", `renewing delivery leases before sending failed (${errorText(err)}); trying again`);
-        await sleep(backoffMs(attempt));
-      }
-    }
+    const stale = () => performance.now() - this.renewedAt >= (this.o.leaseSeconds * 1000) / 2;
+    if (!stale()) return;
+    await retryFor(
+      this.o.leaseSeconds * 2000,
+      async () => {
+        while (stale()) await this.renew();
+      },
+      (err) => this.o.log("warn", `renewing delivery leases before sending failed (${errorText(err)}); trying again`),
+    );
   }
 }

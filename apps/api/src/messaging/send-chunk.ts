@@ -8,6 +8,7 @@ import type { Gatekeeper, Policies } from "../policies/index.ts";
 import type { MessagingMetrics } from "./metrics.ts";
 import type { JobLog } from "../jobs/index.ts";
 import type { RenderPool } from "../templates/index.ts";
+import type { MayGo } from "./channels/send-each.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome } from "./channels/types.ts";
 import { type ClaimSpec, claimDeliveries } from "./claims.ts";
 import { ChunkLease } from "./lease.ts";
@@ -19,7 +20,7 @@ import { ChunkRenderer, type RenderedChannel } from "./render-chunk.ts";
 import type { SecretBox } from "../lib/secrets.ts";
 import type { StreamRef, StreamSettings } from "./sources.ts";
 import { errorText } from "../lib/errors.ts";
-import { backoffMs, sleep } from "../lib/time.ts";
+import { retryFor } from "../lib/time.ts";
 
 /** A claim's size is chosen so that sending it takes about this long at the stream's last measured pace. */
 const CHUNK_TARGET_MS = 2000;
@@ -175,15 +176,20 @@ export class Deliverer {
     const size = rate ? Math.max(1, Math.floor(rate.perSecond / 50)) : (this.o.sendSlice ?? SEND_SLICE);
     // A slice is answered before the next is reserved: nothing queues up behind a slow answer to go
     // out in a burst later (the stream's other senders keep the pace meanwhile). Each slice goes
-    // out under a lease known to hold, without the rows another sender has claimed since.
+    // out under a lease known to hold, and no message of it goes on the wire once another sender
+    // has claimed its row (a renewal while the slice is sent may find that).
     let passed = 0;
+    const mayGo: MayGo = (m) => {
+      if (!lease.lost.has(m.deliveryId)) return true;
+      passed++;
+      return false;
+    };
     for (let i = 0; i < outgoing.length; i += size) {
       const part = outgoing.slice(i, i + size);
       if (rate) await reserve(this.o.pool, workspaceId, `provider:${provider?.id ?? type}`, part.length, rate.perSecond * 0.96, rate.burst);
       await lease.hold();
-      const slice = part.filter((o) => !lease.lost.has(o.msg.deliveryId));
-      passed += part.length - slice.length;
-      if (slice.length > 0) await this.sendSlice(type, provider, slice);
+      const slice = part.filter((o) => mayGo(o.msg));
+      if (slice.length > 0) await this.sendSlice(type, provider, slice, mayGo);
     }
     if (passed > 0)
       this.o.log(
@@ -196,6 +202,7 @@ export class Deliverer {
     type: ProviderForSending["type"],
     provider: ProviderForSending | null,
     outgoing: { msg: OutgoingMessage; mark: Marked }[],
+    mayGo: MayGo,
   ) {
     const started = performance.now();
     let outcomes: SendOutcome[];
@@ -203,6 +210,7 @@ export class Deliverer {
       outcomes = await this.o.senders[type].send(
         outgoing.map((o) => o.msg),
         provider?.config ?? {},
+        mayGo,
       );
     } catch (err) {
       outcomes = outgoing.map(() => ({ status: "retry", reason: `sender error: ${errorText(err)}` }));
@@ -218,17 +226,11 @@ export class Deliverer {
    * lease, no longer renewed: renewals fail then too) rather than leaving sent messages to be
    * claimed and sent once more.
    */
-  private async mark(workspaceId: string, marks: Marked[]) {
-    const deadline = Date.now() + this.o.leaseSeconds * 2000;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await markDeliveries(this.o.pool, workspaceId, marks);
-        return;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-        this.o.log("warn", `recording ${marks.length} delivery outcomes failed (${errorText(err)}); trying again`);
-        await sleep(backoffMs(attempt));
-      }
-    }
+  private mark(workspaceId: string, marks: Marked[]) {
+    return retryFor(
+      this.o.leaseSeconds * 2000,
+      () => markDeliveries(this.o.pool, workspaceId, marks),
+      (err) => this.o.log("warn", `recording ${marks.length} delivery outcomes failed (${errorText(err)}); trying again`),
+    );
   }
 }

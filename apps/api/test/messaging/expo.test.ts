@@ -3,6 +3,7 @@
 import type { ExpoConfig } from "@tidings/schema";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ExpoSender } from "../../src/messaging/channels/expo.ts";
+import { NOT_SENT } from "../../src/messaging/channels/send-each.ts";
 import type { OutgoingMessage, PushRendered } from "../../src/messaging/channels/types.ts";
 import { ExpoDouble, expoErrors } from "./doubles/expo.ts";
 import { deadUrl } from "./doubles/server.ts";
@@ -81,6 +82,17 @@ describe("ExpoSender", () => {
     expect(outcomes).toHaveLength(250);
     for (const [i, o] of outcomes.entries()) expect(o).toEqual({ status: "sent", providerMessageId: ids.get(batch[i]!.to) });
     expect(new Set(outcomes.map((o) => (o as { providerMessageId: string }).providerMessageId)).size).toBe(250);
+  });
+
+  it("leaves out of its request the messages the pipeline says may no longer go", async () => {
+    const batch = many(5);
+    const outcomes = await new ExpoSender(loopback).send(batch, config(), (m) => m.deliveryId !== "d-1" && m.deliveryId !== "d-3");
+    expect(expo.batches.flatMap((b) => b.messages.map((m) => m.to))).toEqual([token(0), token(2), token(4)]);
+    expect(outcomes.map((o) => o.status)).toEqual(["sent", "retry", "sent", "retry", "sent"]);
+    expect(outcomes[1]).toEqual(NOT_SENT);
+    // None may go: no request at all.
+    expect(await new ExpoSender(loopback).send(many(2), config(), () => false)).toEqual([NOT_SENT, NOT_SENT]);
+    expect(expo.requests).toHaveLength(1);
   });
 
   it("fails a DeviceNotRegistered ticket with its reason and sends the others", async () => {

@@ -13,7 +13,8 @@ import { createSenders } from "../../src/messaging/channels/index.ts";
 import { claimDeliveries } from "../../src/messaging/claims.ts";
 import { markDeliveries, renewLeases } from "../../src/messaging/marks.ts";
 import { messagingMetrics } from "../../src/messaging/metrics.ts";
-import { Deliverer } from "../../src/messaging/send-chunk.ts";
+import { WebhookSender } from "../../src/messaging/channels/webhook.ts";
+import { Deliverer, type Senders } from "../../src/messaging/send-chunk.ts";
 import { createPolicies } from "../../src/policies/index.ts";
 import { RenderPool } from "../../src/templates/render-pool.ts";
 import { testDatabase } from "../segments/support.ts";
@@ -58,6 +59,79 @@ const until = async (what: string, ok: () => boolean) => {
   if (!ok()) throw new Error(`timed out waiting for ${what}`);
 };
 
+/**
+ * Claims ROWS rows as one chunk and sends them to a receiver that holds what arrives; once SLICE
+ * requests are held, another sender claims every row (as after the lease ran out). Then only those
+ * SLICE may have gone out, the rest is logged as not sent, and every row is the other sender's.
+ */
+async function lostWhileInFlight(
+  newDeliverer: (logs: string[], o: { sendSlice?: number; senders?: Senders }) => Deliverer,
+  o: { sendSlice?: number; senders?: Senders },
+) {
+  const receiver = holdingReceiver();
+  const url = await receiver.listen();
+  const ws = (await createWorkspace(t.db.prisma, `lease-${randomUUID()}`)).workspace.id;
+  const broadcast = randomUUID();
+  await t.admin.query(
+    `INSERT INTO profiles (workspace_id, profile_id, traits) SELECT $1, 'u-' || i, '{}'::jsonb FROM generate_series(1, $2) i`,
+    [ws, ROWS],
+  );
+  await t.admin.query(
+    `INSERT INTO deliveries (workspace_id, id, user_id, channel, broadcast_id, status, due_at)
+     SELECT $1, gen_random_uuid(), 'u-' || i, 'Webhook', $2, 'Queued', now() - interval '1 minute' FROM generate_series(1, $3) i`,
+    [ws, broadcast, ROWS],
+  );
+  const logs: string[] = [];
+  const deliverer = newDeliverer(logs, o);
+  const stream = { column: "broadcast_id" as const, id: broadcast };
+  const settings = {
+    template: { type: "Webhook" as const, url: `${url}/hook`, method: "POST" as const, body: '{"user":"{{ user.id }}"}' },
+    rateLimitPerSecond: null,
+  };
+  const chunk = await deliverer.claimChunk(ws, stream, settings);
+  expect(chunk.picked).toBe(ROWS);
+  const sending = chunk.send();
+  try {
+    // The first SLICE messages are at the provider, held there.
+    await until("the first messages", () => receiver.held.length >= SLICE);
+
+    // The lease runs out unrenewed and another sender claims every row, in one transaction (the
+    // first sender's renewal, if it comes meanwhile, waits for it and then finds no row its own).
+    const other = await t.db.pool.connect();
+    try {
+      await other.query("BEGIN");
+      await other.query("UPDATE deliveries SET due_at = now() - interval '1 hour' WHERE workspace_id = $1 AND status = 'Sending'", [ws]);
+      const taken = await claimDeliveries(other, { workspaceId: ws, stream, limit: 1000, leaseSeconds: LEASE_SECONDS, contactTraits: {} });
+      await other.query("COMMIT");
+      expect(taken.toSend).toHaveLength(ROWS);
+    } finally {
+      other.release();
+    }
+    // Longer than half the lease: the first sender has renewed since (its timer renews every
+    // third), or renews before its next slice.
+    await new Promise((r) => setTimeout(r, (LEASE_SECONDS * 1000) / 2 + 200));
+    receiver.release();
+    await sending;
+
+    // Only what was in flight when the rows were taken went out; each request once.
+    expect(receiver.ids).toHaveLength(SLICE);
+    expect(new Set(receiver.ids).size).toBe(SLICE);
+    expect(logs).toContainEqual(
+      `${ROWS - SLICE} deliveries were not sent: they are no longer this sender's (its lease ran out before it renewed it, and another sender claimed them)`,
+    );
+    // Every row is still the other sender's claim: Sending, at its attempt.
+    const { rows } = await t.admin.query(
+      "SELECT status::text, attempts, count(*)::int AS n FROM deliveries WHERE workspace_id = $1 GROUP BY 1, 2",
+      [ws],
+    );
+    expect(rows).toEqual([{ status: "Sending", attempts: 2, n: ROWS }]);
+  } finally {
+    receiver.release();
+    await sending.catch(() => {});
+    await receiver.close();
+  }
+}
+
 describe("a sender whose lease ran out and whose rows another sender claimed", () => {
   const renders = new RenderPool({ secretKey: KEY, publicUrl: "http://tidings.test", threads: 1 });
   const senders = createSenders({ guard: loopback.guard });
@@ -66,87 +140,33 @@ describe("a sender whose lease ran out and whose rows another sender claimed", (
     await senders.close();
   });
   /** A deliverer on the test database with the lease above; its log lines go to `logs`. */
-  const newDeliverer = (logs: string[], sendSlice?: number) =>
+  const newDeliverer = (logs: string[], o: { sendSlice?: number; senders?: Senders } = {}) =>
     new Deliverer({
       pool: t.db.pool,
       prisma: t.db.prisma,
       box: new SecretBox(KEY),
-      senders,
+      senders: o.senders ?? senders,
       renders,
       gatekeeper: createPolicies({ prisma: t.db.prisma, registry: new client.Registry() }).gatekeeper,
       leaseSeconds: LEASE_SECONDS,
       metrics: messagingMetrics(new client.Registry()),
       log: (_level, message) => logs.push(message),
-      sendSlice,
+      sendSlice: o.sendSlice,
     });
 
   it("sends none of them once it knows, and does not mark them", { timeout: 60_000 }, async () => {
-    const receiver = holdingReceiver();
-    const url = await receiver.listen();
-    const ws = (await createWorkspace(t.db.prisma, `lease-${randomUUID()}`)).workspace.id;
-    const broadcast = randomUUID();
-    await t.admin.query(
-      `INSERT INTO profiles (workspace_id, profile_id, traits) SELECT $1, 'u-' || i, '{}'::jsonb FROM generate_series(1, $2) i`,
-      [ws, ROWS],
-    );
-    await t.admin.query(
-      `INSERT INTO deliveries (workspace_id, id, user_id, channel, broadcast_id, status, due_at)
-       SELECT $1, gen_random_uuid(), 'u-' || i, 'Webhook', $2, 'Queued', now() - interval '1 minute' FROM generate_series(1, $3) i`,
-      [ws, broadcast, ROWS],
-    );
-    const logs: string[] = [];
-    const deliverer = newDeliverer(logs, SLICE);
-    const stream = { column: "broadcast_id" as const, id: broadcast };
-    const settings = {
-      template: { type: "Webhook" as const, url: `${url}/hook`, method: "POST" as const, body: '{"user":"{{ user.id }}"}' },
-      rateLimitPerSecond: null,
-    };
-    const chunk = await deliverer.claimChunk(ws, stream, settings);
-    expect(chunk.picked).toBe(ROWS);
-    const sending = chunk.send();
+    // The first slice of 8 is in flight when the rows are taken; the next slice waits for a renewal.
+    await lostWhileInFlight(newDeliverer, { sendSlice: SLICE });
+  });
+
+  it("sends no more messages of a slice once a renewal finds its rows taken", { timeout: 60_000 }, async () => {
+    // One slice of 40 at a provider taking 8 at a time: the renewals every third of the lease,
+    // while the first 8 are held, find the rows taken, and the 32 after them never go out.
+    const webhook = new WebhookSender({ guard: loopback.guard, concurrency: SLICE });
     try {
-      // The first slice is at the provider, held there.
-      await until("the first slice", () => receiver.held.length >= SLICE);
-
-      // The lease runs out unrenewed and another sender claims every row, in one transaction (the
-      // first sender's renewal, if it comes meanwhile, waits for it and then finds no row its own).
-      const other = await t.db.pool.connect();
-      try {
-        await other.query("BEGIN");
-        await other.query("UPDATE deliveries SET due_at = now() - interval '1 hour' WHERE workspace_id = $1 AND status = 'Sending'", [ws]);
-        const taken = await claimDeliveries(other, {
-          workspaceId: ws,
-          stream,
-          limit: 1000,
-          leaseSeconds: LEASE_SECONDS,
-          contactTraits: {},
-        });
-        await other.query("COMMIT");
-        expect(taken.toSend).toHaveLength(ROWS);
-      } finally {
-        other.release();
-      }
-      // Longer than half the lease: before its next slice the first sender renews, or has renewed.
-      await new Promise((r) => setTimeout(r, (LEASE_SECONDS * 1000) / 2 + 200));
-      receiver.release();
-      await sending;
-
-      // Only the slice in flight when the rows were taken went out; each request once.
-      expect(receiver.ids).toHaveLength(SLICE);
-      expect(new Set(receiver.ids).size).toBe(SLICE);
-      expect(logs).toContainEqual(
-        `${ROWS - SLICE} deliveries were not sent: they are no longer this sender's (its lease ran out before it renewed it, and another sender claimed them)`,
-      );
-      // Every row is still the other sender's claim: Sending, at its attempt.
-      const { rows } = await t.admin.query(
-        "SELECT status::text, attempts, count(*)::int AS n FROM deliveries WHERE workspace_id = $1 GROUP BY 1, 2",
-        [ws],
-      );
-      expect(rows).toEqual([{ status: "Sending", attempts: 2, n: ROWS }]);
+      await lostWhileInFlight(newDeliverer, { senders: { ...senders, Webhook: webhook } });
     } finally {
-      receiver.release();
-      await sending.catch(() => {});
-      await receiver.close();
+      await webhook.close();
     }
   });
 

@@ -6,10 +6,10 @@
 import { createHash } from "node:crypto";
 import { isIP } from "node:net";
 import { format } from "node:util";
-import pMap from "p-map";
 import nodemailer, { type NodemailerError, type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from "nodemailer";
 import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/index.ts";
 import { buildMail, Refused, type SmtpSenderConfig } from "./email-message.ts";
+import { type MayGo, sendEach } from "./send-each.ts";
 import type { ChannelSender, EmailRendered, OutgoingMessage, PermanentFailure, SenderLog, SendOutcome, TransientFailure } from "./types.ts";
 
 export interface EmailSenderOptions {
@@ -225,7 +225,7 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
     }
   }
 
-  async send(messages: OutgoingMessage<EmailRendered>[], config: SmtpSenderConfig): Promise<SendOutcome[]> {
+  async send(messages: OutgoingMessage<EmailRendered>[], config: SmtpSenderConfig, mayGo?: MayGo): Promise<SendOutcome[]> {
     let address: string;
     try {
       address = await this.#address(config);
@@ -236,7 +236,7 @@ export class EmailSender implements ChannelSender<EmailRendered, SmtpSenderConfi
           : retry(`SMTP server ${config.host} could not be resolved (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
       return messages.map(() => outcome);
     }
-    return pMap(messages, (message) => this.#sendOne(message, config, address), { concurrency: this.#options.concurrency });
+    return sendEach(messages, (message) => this.#sendOne(message, config, address), this.#options.concurrency, mayGo);
   }
 
   /** The address to connect to: the host's first the guard allows, on a port it allows. */

@@ -10,6 +10,7 @@ import type { ExpoConfig } from "@tidings/schema";
 import pMap from "p-map";
 import type { OutboundGuard } from "../../outbound/index.ts";
 import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
+import { type MayGo, NOT_SENT } from "./send-each.ts";
 import type { ChannelSender, OutgoingMessage, PushRendered, SendOutcome } from "./types.ts";
 
 export const EXPO_DEFAULT_BASE_URL = "https://exp.host";
@@ -58,7 +59,7 @@ export class ExpoSender implements ChannelSender<PushRendered, ExpoConfig> {
     await this.http.close();
   }
 
-  async send(messages: OutgoingMessage<PushRendered>[], config: ExpoConfig): Promise<SendOutcome[]> {
+  async send(messages: OutgoingMessage<PushRendered>[], config: ExpoConfig, mayGo?: MayGo): Promise<SendOutcome[]> {
     const outcomes = new Array<SendOutcome>(messages.length);
     // A malformed token would make Expo refuse the whole request: fail it here, send the rest.
     const sendable: number[] = [];
@@ -80,7 +81,14 @@ export class ExpoSender implements ChannelSender<PushRendered, ExpoConfig> {
 
     await pMap(
       chunks,
-      async (chunk) => {
+      async (all) => {
+        // Asked as the request goes out: a message refused is left out of it.
+        const chunk: number[] = [];
+        for (const i of all) {
+          if (!mayGo || mayGo(messages[i]!)) chunk.push(i);
+          else outcomes[i] = NOT_SENT;
+        }
+        if (chunk.length === 0) return;
         const results = await this.sendChunk(
           chunk.map((i) => messages[i]!),
           url,

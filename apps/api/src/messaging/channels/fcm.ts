@@ -11,9 +11,9 @@
 // Errors: {error: {code, message, status, details: [{@type: …FcmError, errorCode}]}}.
 import { createHash, createPrivateKey, sign, type KeyObject } from "node:crypto";
 import type { FcmConfig } from "@tidings/schema";
-import pMap from "p-map";
 import type { OutboundGuard } from "../../outbound/index.ts";
 import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
+import { type MayGo, sendEach } from "./send-each.ts";
 import type { ChannelSender, OutgoingMessage, PermanentFailure, PushRendered, SendOutcome, TransientFailure } from "./types.ts";
 
 export const FCM_DEFAULT_BASE_URL = "https://fcm.googleapis.com";
@@ -70,7 +70,7 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
     this.http = new ProviderHttp(options.guard);
   }
 
-  async send(messages: OutgoingMessage<PushRendered>[], config: FcmConfig): Promise<SendOutcome[]> {
+  async send(messages: OutgoingMessage<PushRendered>[], config: FcmConfig, mayGo?: MayGo): Promise<SendOutcome[]> {
     if (messages.length === 0) return [];
     // Tokens are cached per workspace: one workspace's exchange is never another's.
     const account = parseServiceAccount(config.serviceAccountJson, messages[0]!.workspaceId);
@@ -81,7 +81,7 @@ export class FcmSender implements ChannelSender<PushRendered, FcmConfig> {
     if (!first.ok) return messages.map(() => first.outcome);
 
     const url = joinUrl(config.baseUrl ?? FCM_DEFAULT_BASE_URL, `/v1/projects/${encodeURIComponent(config.projectId)}/messages:send`);
-    return pMap(messages, (m) => this.sendOne(m, account, url), { concurrency: this.concurrency });
+    return sendEach(messages, (m) => this.sendOne(m, account, url), this.concurrency, mayGo);
   }
 
   async close(): Promise<void> {

@@ -5,9 +5,9 @@
 // A created message answers 201 with the Message resource; its `sid` (SM…) is the provider id.
 // Errors answer a JSON body {code, message, more_info, status}.
 import type { TwilioConfig } from "@tidings/schema";
-import pMap from "p-map";
 import type { OutboundGuard } from "../../outbound/index.ts";
 import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
+import { type MayGo, sendEach } from "./send-each.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome, SmsRendered } from "./types.ts";
 
 export const TWILIO_DEFAULT_BASE_URL = "https://api.twilio.com";
@@ -36,7 +36,7 @@ export class TwilioSender implements ChannelSender<SmsRendered, TwilioConfig> {
     await this.http.close();
   }
 
-  async send(messages: OutgoingMessage<SmsRendered>[], config: TwilioConfig): Promise<SendOutcome[]> {
+  async send(messages: OutgoingMessage<SmsRendered>[], config: TwilioConfig, mayGo?: MayGo): Promise<SendOutcome[]> {
     if (!config.messagingServiceSid && !config.fromNumber) {
       const failed: SendOutcome = { status: "failed", reason: "Twilio provider has neither messagingServiceSid nor fromNumber" };
       return messages.map(() => failed);
@@ -46,7 +46,7 @@ export class TwilioSender implements ChannelSender<SmsRendered, TwilioConfig> {
       `/2010-04-01/Accounts/${encodeURIComponent(config.accountSid)}/Messages.json`,
     );
     const authorization = `Basic ${Buffer.from(`${config.accountSid}:${config.authToken}`, "utf8").toString("base64")}`;
-    return pMap(messages, (m) => this.sendOne(m, config, url, authorization), { concurrency: this.concurrency });
+    return sendEach(messages, (m) => this.sendOne(m, config, url, authorization), this.concurrency, mayGo);
   }
 
   private async sendOne(m: OutgoingMessage<SmsRendered>, config: TwilioConfig, url: string, authorization: string): Promise<SendOutcome> {

@@ -3,6 +3,7 @@
 // outcome. Senders never touch the database.
 
 import type { EmailRendered } from "../../templates/index.ts";
+import type { MayGo } from "./send-each.ts";
 
 export type { EmailRendered };
 
@@ -63,7 +64,8 @@ export type SenderLog = (level: "warn" | "error", message: string) => void;
  * It never throws for a provider's answer; it throws only for a bug.
  */
 export interface ChannelSender<Rendered, Config> {
-  send(messages: OutgoingMessage<Rendered>[], config: Config): Promise<SendOutcome[]>;
+  /** `mayGo` is asked just before each message goes on the wire (send-each.ts). */
+  send(messages: OutgoingMessage<Rendered>[], config: Config, mayGo?: MayGo): Promise<SendOutcome[]>;
   /** Releases pooled connections and cached tokens. */
   close?(): Promise<void>;
 }

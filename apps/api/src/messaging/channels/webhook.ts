@@ -5,8 +5,8 @@
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 import type { Agent, Dispatcher } from "undici";
 import type { WebhookConfig } from "@tidings/schema";
-import pMap from "p-map";
 import { isTransientStatus, parseRetryAfter } from "./provider-http.ts";
+import { type MayGo, sendEach } from "./send-each.ts";
 import type { ChannelSender, OutgoingMessage, SendOutcome, WebhookRendered } from "./types.ts";
 import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/index.ts";
 
@@ -181,14 +181,14 @@ export class WebhookSender implements ChannelSender<WebhookRendered, WebhookConf
     this.connections = options.connectionsPerOrigin ?? 128;
   }
 
-  async send(messages: OutgoingMessage<WebhookRendered>[], config: WebhookConfig): Promise<SendOutcome[]> {
+  async send(messages: OutgoingMessage<WebhookRendered>[], config: WebhookConfig, mayGo?: MayGo): Promise<SendOutcome[]> {
     let key: KeyObject | undefined;
     if (config.signingSecret) {
       const k = this.signingKey(config.signingSecret);
       if (k instanceof Error) return messages.map(() => failed(`webhook signing secret: ${k.message}`));
       key = k;
     }
-    return pMap(messages, (m) => this.sendOne(m, key), { concurrency: this.concurrency });
+    return sendEach(messages, (m) => this.sendOne(m, key), this.concurrency, mayGo);
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,23 @@
+// How a sender takes its messages: one at a time each, `concurrency` at once (p-map), asking the
+// pipeline just before each goes on the wire whether it may still go (its claim still holds).
+import pMap from "p-map";
+import type { OutgoingMessage, SendOutcome } from "./types.ts";
+
+/**
+ * Asked just before a message goes on the wire: false when it must not go (the claim on its row
+ * was lost). The pipeline neither marks nor counts such a message.
+ */
+export type MayGo = (message: OutgoingMessage<unknown>) => boolean;
+
+/** The outcome of a message `mayGo` kept back: nothing was sent. */
+export const NOT_SENT: SendOutcome = { status: "retry", reason: "not sent: no longer this sender's" };
+
+/** Sends each message with `one`, `concurrency` at a time; a message `mayGo` refuses is NOT_SENT. */
+export function sendEach<M extends OutgoingMessage<unknown>>(
+  messages: M[],
+  one: (message: M) => Promise<SendOutcome>,
+  concurrency: number,
+  mayGo: MayGo | undefined,
+): Promise<SendOutcome[]> {
+  return pMap(messages, (m) => (mayGo && !mayGo(m) ? NOT_SENT : one(m)), { concurrency });
+}
