@@ -9,8 +9,17 @@ import { format } from "node:util";
 import nodemailer, { type NodemailerError, type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from "nodemailer";
 import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/index.ts";
 import { buildMail, Refused, type SmtpSenderConfig } from "./email-message.ts";
-import { type MayGo, sendEach } from "./send-each.ts";
-import type { ChannelSender, EmailRendered, OutgoingMessage, PermanentFailure, SenderLog, SendOutcome, TransientFailure } from "./types.ts";
+import { sendEach } from "./send-each.ts";
+import type {
+  ChannelSender,
+  MayGo,
+  EmailRendered,
+  OutgoingMessage,
+  PermanentFailure,
+  SenderLog,
+  SendOutcome,
+  TransientFailure,
+} from "./types.ts";
 
 export interface EmailSenderOptions {
   /** Every SMTP host and port goes through it. */

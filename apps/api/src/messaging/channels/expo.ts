@@ -10,8 +10,8 @@ import type { ExpoConfig } from "@tidings/schema";
 import pMap from "p-map";
 import type { OutboundGuard } from "../../outbound/index.ts";
 import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
-import { type MayGo, NOT_SENT } from "./send-each.ts";
-import type { ChannelSender, OutgoingMessage, PushRendered, SendOutcome } from "./types.ts";
+import { NOT_SENT } from "./send-each.ts";
+import type { ChannelSender, MayGo, OutgoingMessage, PushRendered, SendOutcome } from "./types.ts";
 
 export const EXPO_DEFAULT_BASE_URL = "https://exp.host";
 /** Expo's limit of messages in one push/send request. */

@@ -13,8 +13,8 @@ import { createHash, createPrivateKey, sign, type KeyObject } from "node:crypto"
 import type { FcmConfig } from "@tidings/schema";
 import type { OutboundGuard } from "../../outbound/index.ts";
 import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
-import { type MayGo, sendEach } from "./send-each.ts";
-import type { ChannelSender, OutgoingMessage, PermanentFailure, PushRendered, SendOutcome, TransientFailure } from "./types.ts";
+import { sendEach } from "./send-each.ts";
+import type { ChannelSender, MayGo, OutgoingMessage, PermanentFailure, PushRendered, SendOutcome, TransientFailure } from "./types.ts";
 
 export const FCM_DEFAULT_BASE_URL = "https://fcm.googleapis.com";
 export const FCM_SCOPE = "https://www.googleapis.com/auth/firebase.messaging";

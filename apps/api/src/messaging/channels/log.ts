@@ -1,6 +1,6 @@
 // The embedded default provider: sends nothing; the delivery row records the rendered message.
-import { type MayGo, NOT_SENT } from "./send-each.ts";
-import type { ChannelSender, OutgoingMessage, SendOutcome } from "./types.ts";
+import { NOT_SENT } from "./send-each.ts";
+import type { ChannelSender, MayGo, OutgoingMessage, SendOutcome } from "./types.ts";
 
 export class LogSender implements ChannelSender<unknown, unknown> {
   async send(messages: OutgoingMessage<unknown>[], _config: unknown, mayGo?: MayGo): Promise<SendOutcome[]> {

@@ -1,13 +1,7 @@
 // How a sender takes its messages: one at a time each, `concurrency` at once (p-map), asking the
 // pipeline just before each goes on the wire whether it may still go (its claim still holds).
 import pMap from "p-map";
-import type { OutgoingMessage, SendOutcome } from "./types.ts";
-
-/**
- * Asked just before a message goes on the wire: false when it must not go (the claim on its row
- * was lost). The pipeline neither marks nor counts such a message.
- */
-export type MayGo = (message: OutgoingMessage<unknown>) => boolean;
+import type { MayGo, OutgoingMessage, SendOutcome } from "./types.ts";
 
 /** The outcome of a message `mayGo` kept back: nothing was sent. */
 export const NOT_SENT: SendOutcome = { status: "retry", reason: "not sent: no longer this sender's" };

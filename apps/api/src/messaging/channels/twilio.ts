@@ -7,8 +7,8 @@
 import type { TwilioConfig } from "@tidings/schema";
 import type { OutboundGuard } from "../../outbound/index.ts";
 import { clip, DEFAULT_TIMEOUT_MS, isTransientStatus, joinUrl, noAnswerOutcome, ProviderHttp, transient } from "./provider-http.ts";
-import { type MayGo, sendEach } from "./send-each.ts";
-import type { ChannelSender, OutgoingMessage, SendOutcome, SmsRendered } from "./types.ts";
+import { sendEach } from "./send-each.ts";
+import type { ChannelSender, MayGo, OutgoingMessage, SendOutcome, SmsRendered } from "./types.ts";
 
 export const TWILIO_DEFAULT_BASE_URL = "https://api.twilio.com";
 

@@ -3,7 +3,6 @@
 // outcome. Senders never touch the database.
 
 import type { EmailRendered } from "../../templates/index.ts";
-import type { MayGo } from "./send-each.ts";
 
 export type { EmailRendered };
 
@@ -59,12 +58,18 @@ export type SendOutcome = Sent | PermanentFailure | TransientFailure;
 export type SenderLog = (level: "warn" | "error", message: string) => void;
 
 /**
+ * Asked just before a message goes on the wire: false when it must not go (the claim on its row
+ * was lost). The pipeline neither marks nor counts such a message.
+ */
+export type MayGo = (message: OutgoingMessage<unknown>) => boolean;
+
+/**
  * A channel provider's sender. `send` takes a batch (Expo sends up to 100 per request; the others
  * may send one by one, with bounded concurrency) and answers one outcome per message, in order.
  * It never throws for a provider's answer; it throws only for a bug.
  */
 export interface ChannelSender<Rendered, Config> {
-  /** `mayGo` is asked just before each message goes on the wire (send-each.ts). */
+  /** `mayGo` is asked just before each message goes on the wire (send-each.ts); one it refuses is NOT_SENT. */
   send(messages: OutgoingMessage<Rendered>[], config: Config, mayGo?: MayGo): Promise<SendOutcome[]>;
   /** Releases pooled connections and cached tokens. */
   close?(): Promise<void>;

@@ -6,8 +6,8 @@ import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 import type { Agent, Dispatcher } from "undici";
 import type { WebhookConfig } from "@tidings/schema";
 import { isTransientStatus, parseRetryAfter } from "./provider-http.ts";
-import { type MayGo, sendEach } from "./send-each.ts";
-import type { ChannelSender, OutgoingMessage, SendOutcome, WebhookRendered } from "./types.ts";
+import { sendEach } from "./send-each.ts";
+import type { ChannelSender, MayGo, OutgoingMessage, SendOutcome, WebhookRendered } from "./types.ts";
 import { type OutboundGuard, OutboundRefusedError, withoutPrivateAddresses } from "../../outbound/index.ts";
 
 export interface WebhookSenderOptions {
