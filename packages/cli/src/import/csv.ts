@@ -6,7 +6,7 @@
 //                                                                JSON number, true, false or null
 //                                                                is typed, anything else is a string
 // Empty cells are left out.
-import type { SourceRecord } from "./source.js";
+import type { SourceRecord } from "./record.js";
 
 export interface CsvRow {
   line: number;

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import type { TidingsApiError } from "@tidings/sdk";
 import type { Api } from "../api.js";
-import type { SourceRecord } from "./source.js";
+import type { SourceRecord } from "./record.js";
 
 export interface Rejection {
   line: number;

@@ -3,18 +3,7 @@
 import { createReadStream } from "node:fs";
 import { UsageError } from "../errors.js";
 import { CsvRows, csvRowToEvent, forbiddenColumns } from "./csv.js";
-
-export interface SourceRecord {
-  /** 1-based line number where the record starts. */
-  line: number;
-  /** The record's text: its identity for deterministic message ids. */
-  raw: string;
-  /** The parsed event, unless `error`. */
-  value?: Record<string, unknown>;
-  /** `raw` is exactly the JSON of `value` (NDJSON), so it can be sent without re-serializing. */
-  rawIsJson?: boolean;
-  error?: string;
-}
+import type { SourceRecord } from "./record.js";
 
 export type Format = "ndjson" | "csv";
 
