@@ -56,8 +56,13 @@ export interface DelivererOptions {
 export interface Chunk {
   /** Rows claimed (0: none was due). */
   picked: number;
-  /** Sends and marks the chunk (call it once, at once: the claim's lease is renewed until it ends). */
+  /**
+   * Sends and marks the chunk (call it once, soon: the claim's lease is renewed until it ends, or
+   * until `drop`).
+   */
   send(): Promise<void>;
+  /** Gives the claim up unsent (its lease is no longer renewed: its rows are claimed again after it). */
+  drop(): void;
 }
 
 export class Deliverer {
@@ -111,7 +116,7 @@ export class Deliverer {
     };
     if (toSend.length === 0) {
       await decided();
-      return { picked, send: async () => {} };
+      return { picked, send: async () => {}, drop: () => {} };
     }
     const { pool, leaseSeconds, log } = this.o;
     const rows = toSend.map((c) => ({ id: c.id, attempts: c.attempts }));
@@ -143,7 +148,7 @@ export class Deliverer {
       this.pace.set(`${workspaceId}:${stream.id}`, { ms: (performance.now() - started) / toSend.length, size: toSend.length });
       if (this.pace.size > 1000) this.pace.delete(this.pace.keys().next().value!);
     };
-    return { picked, send };
+    return { picked, send, drop: () => lease.stop() };
   }
 
   /** Sends one channel's rendered messages; counts every outcome (but a lost row's). */

@@ -238,7 +238,12 @@ export class SendJobs {
         await sleep(CLAIM_AGAIN_MS);
         continue;
       }
-      if (!woken && chunk.picked >= BACKLOG) await this.wake(source.kind, p.workspaceId, p.id, settings.rateLimitPerSecond !== null);
+      try {
+        if (!woken && chunk.picked >= BACKLOG) await this.wake(source.kind, p.workspaceId, p.id, settings.rateLimitPerSecond !== null);
+      } catch (err) {
+        chunk.drop(); // else its lease would be renewed for as long as the process lives, its rows never sent
+        throw err;
+      }
       woken = true;
       await chunk.send();
       if (Date.now() >= until) return "more";
