@@ -516,15 +516,18 @@ describe("runs and lifecycle", () => {
       await other.query("LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE");
       await other.query("UPDATE deliveries SET status = 'Queued' WHERE workspace_id = $1 AND journey_id = $2", [w.ws.id, j.id]);
       const reading = w.stats(j.id);
-      await waitFor(
+      // The stats' statement waits for the lock (matched by its start: pg_stat_activity keeps only
+      // the first 1 024 bytes of a query).
+      const statsWaiting = await waitFor(
         async () =>
           (
             await t.ctx.db.pool.query(
-              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%d.status::text AS status%'",
+              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT%(SELECT coalesce(json_agg(r), ''[]''::json) FROM (SELECT count(*)::int AS entered%'",
             )
           ).rowCount,
         (n) => (n ?? 0) > 0,
       );
+      expect(statsWaiting).toBe(1);
       await other.query("COMMIT");
       // Before the move (completed, sent) or after it (waiting, queued); never half of each.
       const { active, completed, nodes } = await reading;
