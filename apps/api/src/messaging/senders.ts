@@ -26,6 +26,8 @@ const CLAIM_AGAIN_MS = 50;
 const SLICE_MS = 5000;
 /** Two-key advisory lock space of the senders' slots (the second key is hashtext(kind:workspace:id:slot)). */
 const SLOT_LOCK_SPACE = 0x7464736e; // "tdsn"
+/** How long a sender over its workspace's share waits in the queue before it looks again. */
+const SHARE_WAIT_MS = 1000;
 
 interface SendPayload {
   kind: string;
@@ -38,10 +40,7 @@ interface SendPayload {
 
 export interface SendJobsOptions {
   pool: pg.Pool;
-  /**
-   * Where the senders' slot locks are held: one connection per running sender for its whole
-   * slice (default: a pool of its own, of the sending lane's size, on `connectionString`).
-   */
+  /** Where the senders' slot locks are held: a pool of its own (the sending lane's size), a connection per running sender. */
   connectionString: string;
   jobs: JobLayer;
   /**
@@ -62,9 +61,6 @@ const jobKey = (p: SendPayload) => `send:${slotKey(p)}`;
 const slotHeld = (kind: Sql, workspaceId: Sql, id: Sql, slot: Sql) => sql`EXISTS (SELECT 1 FROM pg_locks l
     WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       AND l.objsubid = 2 AND l.classid = ${SLOT_LOCK_SPACE}::int8::oid AND l.objid = (hashtext(${kind} || ':' || ${workspaceId} || ':' || ${id} || ':' || ${slot})::int8 & 4294967295)::oid)`;
-
-/** How long a sender over its workspace's share waits in the queue before it looks again. */
-const SHARE_WAIT_MS = 1000;
 
 export class SendJobs {
   private sources = new Map<string, DeliverySource>();
@@ -238,12 +234,11 @@ export class SendJobs {
         await sleep(CLAIM_AGAIN_MS);
         continue;
       }
-      try {
-        if (!woken && chunk.picked >= BACKLOG) await this.wake(source.kind, p.workspaceId, p.id, settings.rateLimitPerSecond !== null);
-      } catch (err) {
-        chunk.drop(); // else its lease would be renewed for as long as the process lives, its rows never sent
-        throw err;
-      }
+      if (!woken && chunk.picked >= BACKLOG)
+        await this.wake(source.kind, p.workspaceId, p.id, settings.rateLimitPerSecond !== null).catch((err: unknown) => {
+          chunk.drop(); // else its lease would be renewed for as long as the process lives, its rows never sent
+          throw err;
+        });
       woken = true;
       await chunk.send();
       if (Date.now() >= until) return "more";
