@@ -61,7 +61,7 @@ function procCpu(pid: number, children: boolean): { seconds: number; ppid: numbe
 }
 
 /** PostgreSQL's CPU seconds: the postmaster (with the backends it reaped) and its live backends. */
-function postgresCpu(postmaster: number): number {
+export function postgresCpu(postmaster: number): number {
   let total = procCpu(postmaster, true).seconds;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
