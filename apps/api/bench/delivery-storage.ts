@@ -5,8 +5,9 @@
 // 2 000, and the figures are PostgreSQL's CPU per delivery (every backend and the postmaster's
 // reaped children, from /proc) and the statements' wall time per phase. BENCH_ROUNDS (default 3)
 // interleaved rounds, each variant a new broadcast of the same members; medians printed.
-//  today    the send path's own statements (messaging/claims.ts, marks.ts): each delivery queued
-//           (a row, Queued), claimed (Sending) and marked (Sent, its rendered body), then VACUUM;
+//  today    the send path's own claim and mark (messaging/claims.ts, marks.ts), after an insert of
+//           the queueing statement's shape: each delivery queued (a row, Queued), claimed (Sending)
+//           and marked (Sent, its rendered body), then VACUUM;
 //           three row versions, each in every index of `deliveries`.
 //  once     a prototype, here only: a broadcast's audience as a narrow snapshot (its delivery ids
 //           chosen there), claimed a range at a time (one lease row per chunk), each delivery
