@@ -13,6 +13,7 @@
 //           chosen there), claimed a range at a time (one lease row per chunk), each delivery
 //           inserted once, with its outcome, when it is marked. Queued and Sending deliveries would
 //           then not be rows a reader sees, which is an outside change, so it is measured, not built.
+//           It leaves out the claim's subscription checks and a broadcast's tallies: a floor.
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
