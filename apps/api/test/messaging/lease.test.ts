@@ -18,6 +18,7 @@ import { Deliverer, type Senders } from "../../src/messaging/send-chunk.ts";
 import { createPolicies } from "../../src/policies/index.ts";
 import { RenderPool } from "../../src/templates/render-pool.ts";
 import { testDatabase } from "../segments/support.ts";
+import { queueBroadcastRows } from "./support.ts";
 import { loopback } from "../support/outbound.ts";
 
 const t = testDatabase(4);
@@ -72,15 +73,7 @@ async function lostWhileInFlight(
   const url = await receiver.listen();
   const ws = (await createWorkspace(t.db.prisma, `lease-${randomUUID()}`)).workspace.id;
   const broadcast = randomUUID();
-  await t.admin.query(
-    `INSERT INTO profiles (workspace_id, profile_id, traits) SELECT $1, 'u-' || i, '{}'::jsonb FROM generate_series(1, $2) i`,
-    [ws, ROWS],
-  );
-  await t.admin.query(
-    `INSERT INTO deliveries (workspace_id, id, user_id, channel, broadcast_id, status, due_at)
-     SELECT $1, gen_random_uuid(), 'u-' || i, 'Webhook', $2, 'Queued', now() - interval '1 minute' FROM generate_series(1, $3) i`,
-    [ws, broadcast, ROWS],
-  );
+  await queueBroadcastRows(t.admin, ws, broadcast, ROWS);
   const logs: string[] = [];
   const deliverer = newDeliverer(logs, o);
   const stream = { column: "broadcast_id" as const, id: broadcast };

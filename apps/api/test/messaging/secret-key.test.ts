@@ -2,7 +2,6 @@
 // secrets: a start with another key stops at boot naming the variable, the old key given as
 // TIDINGS_SECRET_KEY_PREVIOUS re-encrypts them, and a secret that still cannot be decrypted is
 // shown as unreadable (never a 500) until a PUT replaces it.
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { createDb } from "../../src/db/client.ts";
@@ -11,6 +10,7 @@ import { verifySecretKey } from "../../src/messaging/secret-key.ts";
 import { SecretBox } from "../../src/lib/secrets.ts";
 import { startTidings, type Tidings } from "../../src/app/server.ts";
 import { createTestApp, createTestDatabase, type TestApp } from "../support/app.ts";
+import { dbRelay } from "../support/db-relay.ts";
 import { bearer, request } from "../support/http.ts";
 
 const KEY_A = "a".repeat(40);
@@ -77,42 +77,11 @@ describe("TIDINGS_SECRET_KEY at boot", () => {
   });
 });
 
-/** A TCP proxy to `url`'s server that holds each new connection `delayMs` before passing it on; answers the proxied URL. */
-async function slowToConnect(url: string, delayMs: number) {
-  const target = new URL(url);
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    sockets.add(client);
-    client.pause();
-    setTimeout(() => {
-      const upstream = net.connect(Number(target.port), target.hostname, () => client.resume());
-      sockets.add(upstream);
-      client.pipe(upstream).pipe(client);
-      const end = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on("error", end).on("close", end);
-      upstream.on("error", end).on("close", end);
-    }, delayMs);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const proxied = new URL(url);
-  proxied.port = String((server.address() as net.AddressInfo).port);
-  return {
-    url: proxied.toString(),
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise((r) => server.close(r));
-    },
-  };
-}
-
 describe("the check on a slow database", () => {
   it("a database taking 3 s to accept a connection (replicas starting at once on a busy server) does not stop the boot", {
     timeout: 30_000,
   }, async () => {
-    const slow = await slowToConnect(databaseUrl, 3_000);
+    const slow = await dbRelay(databaseUrl, { connectDelayMs: 3_000 });
     const db = createDb(slow.url);
     try {
       await verifySecretKey(db.prisma, { secretKey: KEY_B, previousSecretKey: undefined }, () => {});
