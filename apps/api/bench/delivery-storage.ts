@@ -22,6 +22,7 @@ import { readFileSync } from "node:fs";
 import pg from "pg";
 import { startEmbeddedPostgres } from "../src/db/embedded.ts";
 import { migrate } from "../src/db/migrate.ts";
+import { inTransaction } from "../src/db/transaction.ts";
 import { claimDeliveries } from "../src/messaging/claims.ts";
 import { markDeliveries } from "../src/messaging/marks.ts";
 import { median, postgresCpu } from "./support.ts";
@@ -42,7 +43,7 @@ interface Figures {
 /** A rendered webhook as the mark stores it. */
 const rendered = (userId: string) => ({ url: "http://127.0.0.1:9/hook", method: "POST", body: `{"user":"${userId}","plan":"pro"}` });
 
-async function timed(phases: Phases, name: string, f: () => Promise<unknown>) {
+async function timed<T>(phases: Phases, name: string, f: () => Promise<T>): Promise<T> {
   const t = performance.now();
   const out = await f();
   phases[name] = (phases[name] ?? 0) + (performance.now() - t);
@@ -62,7 +63,7 @@ async function today(db: pg.Pool, ws: string, phases: Phases) {
   await db.query("ANALYZE deliveries");
   const spec = { workspaceId: ws, stream: { column: "broadcast_id" as const, id: b }, limit: CHUNK, leaseSeconds: 30, contactTraits: {} };
   for (;;) {
-    const c = (await timed(phases, "claim", () => claimDeliveries(db, spec))) as Awaited<ReturnType<typeof claimDeliveries>>;
+    const c = await timed(phases, "claim", () => claimDeliveries(db, spec));
     if (c.picked === 0) break;
     const marks = c.toSend.map((x) => ({
       id: x.id,
@@ -89,24 +90,24 @@ async function once(db: pg.Pool, ws: string, phases: Phases) {
   await db.query("ANALYZE bench_once_audience");
   for (let first = 1; first <= N; first += CHUNK) {
     const last = first + CHUNK - 1;
-    const rows = (await timed(phases, "claim", async () => {
+    const rows = await timed(phases, "claim", async () => {
       const c = await db.connect();
       try {
-        await c.query("BEGIN");
-        await c.query(`INSERT INTO bench_once_leases VALUES ($1, $2, $3, $4, now() + interval '30 seconds')`, [ws, b, first, last]);
-        const { rows } = await c.query<{ id: string; user_id: string; traits: unknown }>(
-          `SELECT a.id, a.user_id, p.traits FROM bench_once_audience a
-           LEFT JOIN LATERAL (SELECT traits FROM profiles WHERE workspace_id = a.workspace_id AND profile_id = a.user_id LIMIT 1) p ON true
-           WHERE a.workspace_id = $1 AND a.broadcast_id = $2 AND a.seq BETWEEN $3 AND $4
-             AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.workspace_id = a.workspace_id AND d.id = a.id)`,
-          [ws, b, first, last],
-        );
-        await c.query("COMMIT");
-        return rows;
+        return await inTransaction(c, async () => {
+          await c.query(`INSERT INTO bench_once_leases VALUES ($1, $2, $3, $4, now() + interval '30 seconds')`, [ws, b, first, last]);
+          const { rows } = await c.query<{ id: string; user_id: string; traits: unknown }>(
+            `SELECT a.id, a.user_id, p.traits FROM bench_once_audience a
+             LEFT JOIN LATERAL (SELECT traits FROM profiles WHERE workspace_id = a.workspace_id AND profile_id = a.user_id LIMIT 1) p ON true
+             WHERE a.workspace_id = $1 AND a.broadcast_id = $2 AND a.seq BETWEEN $3 AND $4
+               AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.workspace_id = a.workspace_id AND d.id = a.id)`,
+            [ws, b, first, last],
+          );
+          return rows;
+        });
       } finally {
         c.release();
       }
-    })) as { id: string; user_id: string }[];
+    });
     const marks = JSON.stringify(rows.map((r) => ({ id: r.id, user_id: r.user_id, rendered: rendered(r.user_id) })));
     await timed(phases, "mark", () =>
       db.query(

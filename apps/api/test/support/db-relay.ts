@@ -9,7 +9,10 @@ export async function dbRelay(url: string, o: { connectDelayMs?: number } = {}) 
   const server = net.createServer((client) => {
     sockets.add(client);
     client.pause();
+    // A client gone while it waits (or cut by `down`) is never connected upstream.
+    client.on("error", () => client.destroy()).on("close", () => sockets.delete(client));
     setTimeout(() => {
+      if (client.destroyed) return;
       const upstream = net.connect(Number(target.port), target.hostname, () => client.resume());
       sockets.add(upstream);
       client.pipe(upstream).pipe(client);
